@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "KeychainFS",
+    products: [
+        .executable(name: "keychainfs", targets: ["KeychainFS"]),
+        .library(name: "VaultCore", targets: ["VaultCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+    ],
+    targets: [
+        // C shims: module maps and static inline wrappers of macros, nothing else.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CLinux"),
+
+        .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux"]),
+        .executableTarget(
+            name: "KeychainFS",
+            dependencies: [
+                "VaultCore", "CFuse", "CSodium", "CLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "CSQLite"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

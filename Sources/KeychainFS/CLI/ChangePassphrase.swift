@@ -1,0 +1,52 @@
+import ArgumentParser
+import VaultCore
+
+struct ChangePassphrase: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passwd",
+        abstract: "Change the passphrase (rewraps the master key; nothing else is re-encrypted)."
+    )
+
+    @OptionGroup var vault: VaultOptions
+
+    @Option(name: .customLong("new-passphrase-file"), help: "Read the new passphrase from FILE ('-' for standard input).")
+    var newPassphraseFile: String?
+
+    @Option(help: "Argon2id cost for the new passphrase (default: keep the current one).")
+    var kdf: KDFPreset?
+
+    func validate() throws {
+        if newPassphraseFile == "-" && vault.passphraseFromStandardInput {
+            throw ValidationError("standard input cannot carry both passphrases")
+        }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let opened = try vault.openVault()
+            let newPassphrase = try SecretInput.passphrase(file: newPassphraseFile, command: nil,
+                                                           prompt: "New passphrase: ", confirm: true)
+            try opened.changePassphrase(to: newPassphrase, kdf: kdf?.parameters)
+            Terminal.printInfo("passphrase changed")
+        }
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decrypt and authenticate every record; report each failure by path."
+    )
+
+    @OptionGroup var vault: VaultOptions
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let problems = try vault.openVault().verify()
+            for problem in problems {
+                Terminal.printError("integrity failure: \(problem)")
+            }
+            guard problems.isEmpty else { throw .integrityFailure("\(problems.count) damaged record(s)") }
+            Terminal.printInfo("vault verified: every record authenticated")
+        }
+    }
+}

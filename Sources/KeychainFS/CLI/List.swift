@@ -1,0 +1,38 @@
+import ArgumentParser
+import Glibc
+import VaultCore
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "List a dictionary; dictionaries end with '/'.")
+
+    @OptionGroup var vault: VaultOptions
+    @Flag(name: .short, help: "Show size and modification time.") var long = false
+    @Argument(help: "Dictionary path (default: the root).") var path: String = ""
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let dictionaryPath = try VaultPath(path)
+            var output = ""
+            for entry in try vault.openVault().list(dictionaryPath) {
+                let name = entry.name.description + (entry.node.kind == .dictionary ? "/" : "")
+                if long {
+                    let size = entry.node.kind == .dictionary ? "-" : String(entry.node.attributes.size)
+                    output += String(repeating: " ", count: max(0, 9 - size.count)) + size + "  "
+                        + List.format(entry.node.attributes.modified) + "  " + name + "\n"
+                } else {
+                    output += name + "\n"
+                }
+            }
+            Terminal.writeAll(1, output)
+        }
+    }
+
+    static func format(_ time: Timestamp) -> String {
+        var seconds = time_t(time.seconds)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var text = [CChar](repeating: 0, count: 32)
+        strftime(&text, text.count, "%Y-%m-%d %H:%M:%S", &parts)
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}

@@ -1,0 +1,18 @@
+import CLinux
+import Glibc
+
+/// Every keychainfs process may hold keys: no core dumps, no ptrace attach by the same user,
+/// private file modes, and as much locked memory as the hard limit allows.
+enum ProcessHardening {
+    static func apply() {
+        _ = clinux_set_dumpable(0)
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        var memlock = rlimit()
+        if getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &memlock) == 0, memlock.rlim_cur < memlock.rlim_max {
+            memlock.rlim_cur = memlock.rlim_max
+            _ = setrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &memlock)
+        }
+        umask(0o077)
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import VaultCore
+
+struct SetItem: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Store an item: VALUE, or standard input byte for byte. Missing dictionaries are created.",
+        discussion: "A VALUE on the command line is visible to other processes; prefer standard input for real secrets."
+    )
+
+    @OptionGroup var vault: VaultOptions
+    @Argument(help: "Item path, such as app/token.") var path: String
+    @Argument(help: "The value (default: standard input).") var value: String?
+
+    func validate() throws {
+        if value == nil && vault.passphraseFromStandardInput {
+            throw ValidationError("standard input cannot carry both the passphrase and the value")
+        }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let itemPath = try VaultPath(path)
+            let opened = try vault.openVault()
+            var content = try SecureBuffer(capacity: 0)
+            if var value {
+                try content.reserve(value.utf8.count)
+                value.withUTF8 { bytes in try! content.append(UnsafeRawBufferPointer(bytes)) }  // fits: reserved above
+            } else if try SecretInput.read(0, into: &content, limit: opened.itemSizeLimit) == .overLimit {
+                let size = content.count + (try drainCount(0))
+                throw .itemTooLarge(size: size, limit: opened.itemSizeLimit)
+            }
+            try opened.store(content, at: itemPath)
+        }
+    }
+
+    /// Counts (and discards, wiped) the rest of an oversized input, to report its size.
+    private func drainCount(_ fd: Int32) throws(VaultError) -> Int {
+        var scratch = try SecureBuffer(capacity: 65536)
+        var total = 0
+        while true {
+            scratch.setCount(0)
+            guard try SecretInput.read(fd, into: &scratch, limit: 65535) == .overLimit else { return total + scratch.count }
+            total += scratch.count
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Glibc
+import VaultCore
+
+/// Where the vault is and how to get its passphrase; shared by every subcommand.
+struct VaultOptions: ParsableArguments {
+    @Option(name: .customLong("vault"), help: "The vault file (default: $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault).")
+    var vaultPath: String?
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from FILE ('-' for standard input); one trailing newline is dropped.")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("extpass"), help: "Run COMMAND with /bin/sh and use its standard output as the passphrase.")
+    var passphraseCommand: String?
+
+    func validate() throws {
+        if passphraseFile != nil && passphraseCommand != nil {
+            throw ValidationError("give --passphrase-file or --extpass, not both")
+        }
+    }
+
+    var resolvedVaultPath: String {
+        if let vaultPath { return vaultPath }
+        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        if let path = env("KEYCHAINFS_VAULT") { return path }
+        if let data = env("XDG_DATA_HOME") { return data + "/keychainfs/default.vault" }
+        var home = env("HOME")
+        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
+        return (home ?? "/") + "/.local/share/keychainfs/default.vault"
+    }
+
+    var passphraseFromStandardInput: Bool { passphraseFile == "-" }
+
+    func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws(VaultError) -> SecureBuffer {
+        try SecretInput.passphrase(file: passphraseFile, command: passphraseCommand, prompt: prompt, confirm: confirm)
+    }
+
+    func openVault() throws(VaultError) -> Vault {
+        let path = resolvedVaultPath
+        // Fail on a missing or foreign vault before asking for a passphrase.
+        try Vault.checkOpenable(at: path)
+        let passphrase = try passphrase()
+        return try Vault.open(at: path, passphrase: passphrase)
+    }
+}

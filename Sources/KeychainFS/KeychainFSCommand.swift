@@ -1,0 +1,26 @@
+import ArgumentParser
+
+@main
+struct KeychainFSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keychainfs",
+        abstract: "An encrypted vault of secrets, usable from the command line or mounted as files.",
+        discussion: """
+            The vault is --vault PATH, else $KEYCHAINFS_VAULT, else \
+            $XDG_DATA_HOME/keychainfs/default.vault (~/.local/share/keychainfs/default.vault).
+            Exit statuses: \(ExitStatus.summary)
+            """,
+        subcommands: [Init.self, SetItem.self, GetItem.self, List.self, Remove.self, MakeDictionary.self,
+                      Move.self, ChangePassphrase.self, Verify.self]
+    )
+
+    static func main() {
+        ProcessHardening.apply()
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import CSodium
+
+/// Seals and opens the vault's records. Every box carries associated data naming the vault,
+/// the record's purpose, its node and (for names) its parent or (for contents) its content
+/// generation, so a ciphertext copied, swapped or moved to another row or column fails to open.
+final class RecordCipher: Sendable {
+    private enum Purpose: UInt8 {
+        case keySlot = 1, name = 2, attributes = 3, content = 4
+    }
+
+    static let formatTag: [UInt8] = Array("KCFS".utf8) + [UInt8(VaultFormat.version)]
+    /// Names are padded to a multiple of this, so ciphertexts reveal only a length bucket.
+    static let nameBlock = 64
+    /// Contents are padded to the next power of two at or above this.
+    static let smallestContentBucket = 64
+
+    let vaultID: [UInt8]
+    private let keys: VaultKeys
+    /// Kept so a passphrase change can rewrap it; wiped with the subkeys when this is released.
+    private let master: SecureBuffer
+
+    init(vaultID: [UInt8], master: borrowing SecureBuffer) throws(VaultError) {
+        self.vaultID = vaultID
+        keys = try VaultKeys(master: master)
+        self.master = try master.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) }
+    }
+
+    func withMasterKey<R: ~Copyable, E: Error>(_ body: (borrowing SecureBuffer) throws(E) -> R) throws(E) -> R {
+        try body(master)
+    }
+
+    private static func associatedData(_ purpose: Purpose, vaultID: [UInt8], subject: Int64, binding: UInt64) -> [UInt8] {
+        var ad = formatTag
+        ad.append(purpose.rawValue)
+        ad += vaultID
+        ad.appendLittleEndian(UInt64(bitPattern: subject))
+        ad.appendLittleEndian(binding)
+        return ad
+    }
+
+    // MARK: key slots (sealed with a passphrase-derived key, not with the vault keys)
+
+    static func slotAssociatedData(vaultID: [UInt8], slotID: Int64, parameters: KDFParameters) -> [UInt8] {
+        var ad = associatedData(.keySlot, vaultID: vaultID, subject: slotID, binding: UInt64(bitPattern: parameters.algorithm))
+        ad.appendLittleEndian(parameters.opsLimit)
+        ad.appendLittleEndian(parameters.memLimit)
+        return ad
+    }
+
+    // MARK: header
+
+    func headerMAC(itemSizeLimit: Int) -> [UInt8] {
+        var message = RecordCipher.formatTag + Array("header".utf8) + vaultID
+        message.appendLittleEndian(UInt64(VaultFormat.applicationID))
+        message.appendLittleEndian(UInt64(itemSizeLimit))
+        return VaultKeys.keyedHash(message, key: keys.header)
+    }
+
+    // MARK: names
+
+    /// The lookup tag: a keyed BLAKE2b of (parent, name), unique per dictionary, so a name
+    /// is found with one indexed query without decrypting its siblings.
+    func tag(for name: ItemName, in parent: NodeID) -> [UInt8] {
+        var message: [UInt8] = []
+        message.appendLittleEndian(UInt64(bitPattern: parent.rawValue))
+        message += name.bytes
+        return VaultKeys.keyedHash(message, key: keys.tag)
+    }
+
+    func sealName(_ name: ItemName, node: NodeID, parent: NodeID) -> [UInt8] {
+        let padded = RecordCipher.pad(name.bytes, block: RecordCipher.nameBlock)
+        let ad = RecordCipher.associatedData(.name, vaultID: vaultID, subject: node.rawValue,
+                                             binding: UInt64(bitPattern: parent.rawValue))
+        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
+    }
+
+    func openName(_ sealed: [UInt8], node: NodeID, parent: NodeID) -> ItemName? {
+        guard let plainCount = AEAD.plaintextCount(ofSealed: sealed),
+              var plain = try? SecureBuffer(capacity: plainCount) else { return nil }
+        let ad = RecordCipher.associatedData(.name, vaultID: vaultID, subject: node.rawValue,
+                                             binding: UInt64(bitPattern: parent.rawValue))
+        guard AEAD.open(sealed, key: keys.name, associatedData: ad, into: &plain),
+              RecordCipher.unpad(&plain, block: RecordCipher.nameBlock) else { return nil }
+        return plain.withUnsafeBytes { try? ItemName(bytes: $0) }
+    }
+
+    // MARK: attributes
+
+    func sealAttributes(_ attributes: NodeAttributes, node: NodeID) -> [UInt8] {
+        let ad = RecordCipher.associatedData(.attributes, vaultID: vaultID, subject: node.rawValue, binding: 0)
+        return attributes.encoded().withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+    }
+
+    func openAttributes(_ sealed: [UInt8], node: NodeID) -> NodeAttributes? {
+        guard AEAD.plaintextCount(ofSealed: sealed) == NodeAttributes.encodedCount,
+              var plain = try? SecureBuffer(capacity: NodeAttributes.encodedCount) else { return nil }
+        let ad = RecordCipher.associatedData(.attributes, vaultID: vaultID, subject: node.rawValue, binding: 0)
+        guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain) else { return nil }
+        return plain.withUnsafeBytes { NodeAttributes(decoding: $0) }
+    }
+
+    // MARK: contents
+
+    static func contentBucket(for count: Int) -> Int {
+        var bucket = smallestContentBucket
+        while bucket < count + 1 { bucket <<= 1 }
+        return bucket
+    }
+
+    /// Pads the content in locked memory, then encrypts it; the padded copy is wiped on return.
+    func sealContent(_ content: borrowing SecureBuffer, node: NodeID, generation: UInt64) throws(VaultError) -> [UInt8] {
+        let bucket = RecordCipher.contentBucket(for: content.count)
+        var padded = try SecureBuffer(capacity: bucket)
+        try content.withUnsafeBytes { (bytes) throws(VaultError) in try padded.append(bytes) }
+        guard RecordCipher.pad(&padded, block: bucket) else {
+            preconditionFailure("content bucket too small for its padding")
+        }
+        let ad = RecordCipher.associatedData(.content, vaultID: vaultID, subject: node.rawValue, binding: generation)
+        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+    }
+
+    /// Decrypts into locked memory; nil when the box fails authentication or its length
+    /// disagrees with the attributes.
+    func openContent(_ sealed: [UInt8], node: NodeID, generation: UInt64, expectedCount: Int) throws(VaultError) -> SecureBuffer? {
+        guard let plainCount = AEAD.plaintextCount(ofSealed: sealed) else { return nil }
+        var plain = try SecureBuffer(capacity: plainCount)
+        let ad = RecordCipher.associatedData(.content, vaultID: vaultID, subject: node.rawValue, binding: generation)
+        guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain),
+              RecordCipher.unpad(&plain, block: plainCount), plain.count == expectedCount else { return nil }
+        return plain
+    }
+
+    // MARK: padding (libsodium's ISO/IEC 7816-4 padding)
+
+    private static func pad(_ bytes: [UInt8], block: Int) -> [UInt8] {
+        var out = bytes + [UInt8](repeating: 0, count: block - bytes.count % block)
+        var padded = 0
+        let rc = out.withUnsafeMutableBufferPointer { sodium_pad(&padded, $0.baseAddress!, bytes.count, block, $0.count) }
+        precondition(rc == 0 && padded == out.count, "sodium_pad failed")
+        return out
+    }
+
+    private static func pad(_ buffer: inout SecureBuffer, block: Int) -> Bool {
+        var ok = false
+        let unpadded = buffer.count
+        buffer.withUnsafeMutableStorage { storage in
+            var padded = 0
+            ok = sodium_pad(&padded, storage.baseAddress!.assumingMemoryBound(to: UInt8.self), unpadded, block, storage.count) == 0
+            return ok ? padded : unpadded
+        }
+        return ok
+    }
+
+    private static func unpad(_ buffer: inout SecureBuffer, block: Int) -> Bool {
+        var ok = false
+        let padded = buffer.count
+        buffer.withUnsafeMutableStorage { storage in
+            var unpadded = 0
+            ok = padded > 0 && sodium_unpad(&unpadded, storage.baseAddress!.assumingMemoryBound(to: UInt8.self), padded, block) == 0
+            return ok ? unpadded : 0
+        }
+        return ok
+    }
+}

@@ -1,0 +1,118 @@
+import CSodium
+
+/// The single owner of secret bytes: memory from `sodium_malloc` (guard pages, canary),
+/// locked into RAM, wiped with `sodium_memzero` before it is freed.
+///
+/// Non-copyable so a secret has exactly one owner; bytes are reachable only inside closures
+/// so no Swift array or string copy of them is ever needed.
+public struct SecureBuffer: ~Copyable, @unchecked Sendable {
+    private var base: UnsafeMutableRawPointer
+    /// Bytes usable without reallocating.
+    public private(set) var capacity: Int
+    /// Bytes that hold data; the rest of the capacity is zero.
+    public private(set) var count: Int
+
+    /// Allocates `capacity` zeroed bytes of locked memory.
+    public init(capacity: Int) throws(VaultError) {
+        precondition(capacity >= 0, "negative capacity")
+        base = try SecureBuffer.allocate(capacity)
+        self.capacity = capacity
+        count = 0
+    }
+
+    /// A buffer holding a copy of `bytes` (for material that is already outside, such as a
+    /// buffer the kernel handed over, which the caller then wipes).
+    public init(copying bytes: UnsafeRawBufferPointer) throws(VaultError) {
+        try self.init(capacity: bytes.count)
+        if let src = bytes.baseAddress, bytes.count > 0 { base.copyMemory(from: src, byteCount: bytes.count) }
+        count = bytes.count
+    }
+
+    deinit {
+        sodium_memzero(base, SecureBuffer.allocationSize(capacity))
+        sodium_free(base)
+    }
+
+    private static func allocationSize(_ capacity: Int) -> Int { max(capacity, 1) }
+
+    private static func allocate(_ capacity: Int) throws(VaultError) -> UnsafeMutableRawPointer {
+        Sodium.ensureInitialized()
+        let size = allocationSize(capacity)
+        guard let pointer = sodium_malloc(size) else {
+            throw .secureMemoryUnavailable("sodium_malloc of \(size) bytes failed")
+        }
+        // sodium_malloc does not report a failed mlock; check it ourselves so secrets never
+        // silently land in swappable memory once RLIMIT_MEMLOCK is reached.
+        guard sodium_mlock(pointer, size) == 0 else {
+            sodium_free(pointer)
+            throw .secureMemoryUnavailable("mlock of \(size) bytes failed: RLIMIT_MEMLOCK reached")
+        }
+        sodium_memzero(pointer, size)
+        return pointer
+    }
+
+    /// Reads the data bytes.
+    public func withUnsafeBytes<R: ~Copyable, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Writes into the whole capacity; `body` returns the new data count.
+    public mutating func withUnsafeMutableStorage<E: Error>(
+        _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int
+    ) throws(E) {
+        let newCount = try body(UnsafeMutableRawBufferPointer(start: base, count: capacity))
+        precondition(newCount >= 0 && newCount <= capacity, "count outside capacity")
+        setCount(newCount)
+    }
+
+    /// Changes the data count; bytes beyond the new count are wiped, bytes gained read as zero.
+    public mutating func setCount(_ newCount: Int) {
+        precondition(newCount >= 0 && newCount <= capacity, "count outside capacity")
+        if newCount < count { sodium_memzero(base + newCount, count - newCount) }
+        count = newCount
+    }
+
+    /// Grows the capacity to at least `minimumCapacity`, moving the data to new locked memory
+    /// and wiping the old.
+    public mutating func reserve(_ minimumCapacity: Int) throws(VaultError) {
+        guard minimumCapacity > capacity else { return }
+        let newCapacity = max(minimumCapacity, capacity * 2)
+        let newBase = try SecureBuffer.allocate(newCapacity)
+        if count > 0 { newBase.copyMemory(from: base, byteCount: count) }
+        sodium_memzero(base, SecureBuffer.allocationSize(capacity))
+        sodium_free(base)
+        base = newBase
+        capacity = newCapacity
+    }
+
+    /// Copies `bytes` to `offset`, growing as needed; a gap between the old end and `offset`
+    /// reads as zeros (a hole).
+    public mutating func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(VaultError) {
+        let end = offset + bytes.count
+        try reserve(end)
+        if let src = bytes.baseAddress, bytes.count > 0 { (base + offset).copyMemory(from: src, byteCount: bytes.count) }
+        if end > count { count = end }
+    }
+
+    /// Appends raw bytes.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(VaultError) {
+        try write(bytes, at: count)
+    }
+
+    /// Constant-time comparison of the data bytes.
+    public func hasSameBytes(as other: borrowing SecureBuffer) -> Bool {
+        guard count == other.count else { return false }
+        if count == 0 { return true }
+        return other.withUnsafeBytes { o in sodium_memcmp(base, o.baseAddress!, count) == 0 }
+    }
+}
+
+/// libsodium must be initialised once before use; every entry point that allocates or
+/// encrypts goes through here.
+public enum Sodium {
+    private static let initialized: Bool = sodium_init() >= 0
+
+    public static func ensureInitialized() {
+        precondition(initialized, "libsodium failed to initialise")
+    }
+}

@@ -1,0 +1,43 @@
+import Glibc
+
+/// The few filesystem steps around the vault file that SQLite does not do itself.
+enum FileSystem {
+    static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+
+    /// `mkdir -p` of the vault's directory; directories it creates are 0700.
+    static func createParentDirectories(of path: String) throws(VaultError) {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        var prefix = path.hasPrefix("/") ? "" : "."
+        if path.hasPrefix("/") { components = components.dropFirst() }
+        for component in components where !component.isEmpty {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw .storageFailure("cannot create \(prefix): \(errorText())")
+            }
+        }
+    }
+
+    /// Creates the vault file 0600, failing if anything already exists there.
+    static func createEmptyPrivateFile(_ path: String) throws(VaultError) {
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw .vaultExists(path) }
+            throw .storageFailure("cannot create \(path): \(errorText())")
+        }
+        fchmod(fd, 0o600)  // the umask may have narrowed it further; never wider
+        close(fd)
+    }
+
+    /// Makes the new file's directory entry durable too.
+    static func syncDirectory(containing path: String) throws(VaultError) {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        if fsync(fd) != 0 && errno == ENOSPC { throw .diskFull }
+    }
+
+    static func removeVaultFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+}

@@ -1,0 +1,142 @@
+/// Operations by path (`app/token`): what the command line uses. Each is one transaction.
+extension Vault {
+    /// Walks `path` from the root; errors name the first component that is missing or not a dictionary.
+    private func resolve(_ path: VaultPath, in store: NodeStore) throws(VaultError) -> NodeRecord {
+        var record = try store.existingRecord(.root)
+        var walked = VaultPath.root
+        for component in path.components {
+            guard record.kind == .dictionary else { throw .notADictionary(walked.description) }
+            walked = walked.appending(component)
+            guard let child = try store.child(named: component, in: record.id) else {
+                throw .notFound(walked.description)
+            }
+            record = child
+        }
+        return record
+    }
+
+    /// The dictionary at `path`, creating missing ones (0700) when `creating`.
+    private func dictionary(at path: VaultPath, creating: Bool, in store: NodeStore) throws(VaultError) -> NodeID {
+        var id = NodeID.root
+        var walked = VaultPath.root
+        for component in path.components {
+            walked = walked.appending(component)
+            if let child = try store.child(named: component, in: id) {
+                guard child.kind == .dictionary else { throw .notADictionary(walked.description) }
+                id = child.id
+            } else if creating {
+                id = try insertDictionary(store, named: component, in: id, mode: 0o700).id
+            } else {
+                throw .notFound(walked.description)
+            }
+        }
+        return id
+    }
+
+    private func leafName(_ path: VaultPath) throws(VaultError) -> ItemName {
+        guard let name = path.lastComponent else { throw .invalidArgument("the path names the root dictionary") }
+        return name
+    }
+
+    public func node(at path: VaultPath) throws(VaultError) -> Node {
+        try reading { (store) throws(VaultError) in try store.node(try resolve(path, in: store)) }
+    }
+
+    /// The item's exact bytes in locked memory.
+    public func read(_ path: VaultPath) throws(VaultError) -> SecureBuffer {
+        try reading { (store) throws(VaultError) -> SecureBuffer in
+            let record = try resolve(path, in: store)
+            guard record.kind == .item else { throw .isADictionary(path.description) }
+            do throws(VaultError) {
+                return try store.content(of: record, attributes: try store.attributes(of: record))
+            } catch .integrityFailure {
+                throw .integrityFailure(path.description)
+            }
+        }
+    }
+
+    /// Stores `content` at `path`, replacing an existing item and creating missing dictionaries.
+    @discardableResult
+    public func store(_ content: borrowing SecureBuffer, at path: VaultPath) throws(VaultError) -> Node {
+        let name = try leafName(path)
+        try checkSize(content.count)
+        return try writing { (store) throws(VaultError) -> Node in
+            let parent = try dictionary(at: path.parent, creating: true, in: store)
+            if let existing = try store.child(named: name, in: parent) {
+                guard existing.kind == .item else { throw .isADictionary(path.description) }
+                var attributes = try store.attributes(of: existing)
+                try store.writeContent(content, of: existing.id, attributes: &attributes, modified: .now())
+                return Node(id: existing.id, parent: parent, attributes: attributes)
+            }
+            return try insertItem(store, named: name, in: parent, content: content, mode: 0o600)
+        }
+    }
+
+    /// Entries of the dictionary at `path`, sorted by name.
+    public func list(_ path: VaultPath) throws(VaultError) -> [DirectoryEntry] {
+        try reading { (store) throws(VaultError) in
+            let record = try resolve(path, in: store)
+            guard record.kind == .dictionary else { throw .notADictionary(path.description) }
+            var entries: [DirectoryEntry] = []
+            for (name, child) in try store.children(of: record.id) {
+                entries.append(DirectoryEntry(name: name, node: try store.node(child)))
+            }
+            return entries.sorted { $0.name.bytes.lexicographicallyPrecedes($1.name.bytes) }
+        }
+    }
+
+    @discardableResult
+    public func makeDictionary(at path: VaultPath, withIntermediates: Bool) throws(VaultError) -> Node {
+        let name = try leafName(path)
+        return try writing { (store) throws(VaultError) -> Node in
+            let parent = try dictionary(at: path.parent, creating: withIntermediates, in: store)
+            if let existing = try store.child(named: name, in: parent) {
+                guard withIntermediates, existing.kind == .dictionary else { throw .alreadyExists(path.description) }
+                return try store.node(existing)
+            }
+            return try insertDictionary(store, named: name, in: parent, mode: 0o700)
+        }
+    }
+
+    /// Removes an item, an empty dictionary, or with `recursive` a whole subtree.
+    public func remove(_ path: VaultPath, recursive: Bool) throws(VaultError) {
+        let name = try leafName(path)
+        try writing { (store) throws(VaultError) in
+            let parent = try dictionary(at: path.parent, creating: false, in: store)
+            guard let record = try store.child(named: name, in: parent) else { throw .notFound(path.description) }
+            if record.kind == .dictionary {
+                if recursive {
+                    try store.deleteSubtree(record.id)
+                } else {
+                    guard try !store.hasChildren(record.id) else { throw .notEmpty(path.description) }
+                    try store.delete(record.id)
+                }
+            } else {
+                try store.delete(record.id)
+            }
+            try store.touch(parent, at: .now())
+        }
+    }
+
+    /// `mv` semantics: into `destination` if it is a dictionary, else to that name (replacing an item).
+    public func move(_ source: VaultPath, to destination: VaultPath) throws(VaultError) {
+        let sourceName = try leafName(source)
+        try writing { (store) throws(VaultError) in
+            let sourceParent = try dictionary(at: source.parent, creating: false, in: store)
+            guard try store.child(named: sourceName, in: sourceParent) != nil else { throw .notFound(source.description) }
+            var targetParent: NodeID
+            var targetName: ItemName
+            if destination.isRoot {
+                (targetParent, targetName) = (.root, sourceName)
+            } else {
+                targetParent = try dictionary(at: destination.parent, creating: false, in: store)
+                targetName = try leafName(destination)
+                if let existing = try store.child(named: targetName, in: targetParent), existing.kind == .dictionary,
+                   try store.child(named: sourceName, in: sourceParent)?.id != existing.id {
+                    (targetParent, targetName) = (existing.id, sourceName)
+                }
+            }
+            try moveNode(store, sourceName, from: sourceParent, to: targetName, in: targetParent, replacing: true)
+        }
+    }
+}

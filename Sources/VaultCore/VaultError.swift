@@ -1,0 +1,72 @@
+/// Every failure VaultCore reports. The CLI maps each case to one exit status and the
+/// FUSE driver to one errno, each in a single table; nothing else decides those.
+public enum VaultError: Error, Equatable, Sendable {
+    case wrongPassphrase
+    /// A record failed authentication or disagrees with its place; names the path or record.
+    case integrityFailure(String)
+    case notFound(String)
+    case alreadyExists(String)
+    case notEmpty(String)
+    case notADictionary(String)
+    case isADictionary(String)
+    case invalidName(String)
+    case itemTooLarge(size: Int, limit: Int)
+    case invalidMove(String)
+    case vaultInUse(String)
+    case vaultNotFound(String)
+    case vaultExists(String)
+    case notAVault(path: String, reason: String)
+    case unknownFormatVersion(found: Int, supported: Int)
+    case locked
+    case diskFull
+    case storageFailure(String)
+    case secureMemoryUnavailable(String)
+    case invalidArgument(String)
+}
+
+extension VaultError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .wrongPassphrase:
+            return "wrong passphrase"
+        case .integrityFailure(let what):
+            return "integrity failure: \(what) failed authentication (the vault was damaged or tampered with)"
+        case .notFound(let path):
+            return "\(path): no such item or dictionary"
+        case .alreadyExists(let path):
+            return "\(path): already exists"
+        case .notEmpty(let path):
+            return "\(path): dictionary is not empty"
+        case .notADictionary(let path):
+            return "\(path): not a dictionary"
+        case .isADictionary(let path):
+            return "\(path): is a dictionary"
+        case .invalidName(let reason):
+            return "invalid name: \(reason)"
+        case .itemTooLarge(let size, let limit):
+            return "item too large: \(size) bytes exceeds this vault's limit of \(limit) bytes"
+        case .invalidMove(let reason):
+            return "invalid move: \(reason)"
+        case .vaultInUse(let path):
+            return "\(path): vault is already mounted or in use by another keychainfs process"
+        case .vaultNotFound(let path):
+            return "\(path): no vault here (create one with `keychainfs init`)"
+        case .vaultExists(let path):
+            return "\(path): a file already exists there; refusing to overwrite it"
+        case .notAVault(let path, let reason):
+            return "\(path): not a KeychainFS vault (\(reason))"
+        case .unknownFormatVersion(let found, let supported):
+            return "vault format version \(found) is newer than this keychainfs supports (\(supported)); upgrade keychainfs"
+        case .locked:
+            return "the vault is locked"
+        case .diskFull:
+            return "no space left on the device holding the vault; nothing was changed"
+        case .storageFailure(let detail):
+            return "storage error: \(detail)"
+        case .secureMemoryUnavailable(let detail):
+            return "cannot allocate locked memory for secrets (\(detail)); raise the locked-memory limit (ulimit -l)"
+        case .invalidArgument(let detail):
+            return detail
+        }
+    }
+}
