@@ -1,0 +1,230 @@
+import CSQLite
+import Foundation
+import Testing
+import VaultCore
+
+/// Reads everything reachable; every read must give the original bytes or an integrity failure.
+/// Returns whether any integrity failure was seen.
+private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool {
+    var sawIntegrityFailure = false
+    func visit(_ dir: VaultPath) {
+        do {
+            _ = try vault.node(at: dir)  // the dictionary's own attributes, as stat would
+            for entry in try vault.list(dir) {
+                let child = dir.appending(entry.name)
+                if entry.node.kind == .dictionary { visit(child) }
+            }
+        } catch .integrityFailure {
+            sawIntegrityFailure = true
+        } catch {
+            Issue.record("listing \(dir) failed with \(error), not an integrity failure")
+        }
+    }
+    visit(.root)
+    for (itemPath, bytes) in expected {
+        do {
+            let content = try vault.read(path(itemPath))
+            #expect(content.testBytes == bytes, "wrong plaintext returned for \(itemPath)")
+        } catch .integrityFailure {
+            sawIntegrityFailure = true
+        } catch {
+            Issue.record("reading \(itemPath) failed with \(error), not an integrity failure")
+        }
+    }
+    return sawIntegrityFailure
+}
+
+@Suite struct TamperTests {
+    let items: [String: [UInt8]] = [
+        "app/token": Array("token-value".utf8),
+        "app/pw": Array("password-value-longer".utf8),
+        "db/nested/key": Array(repeating: 0x42, count: 300),
+        "top": [],
+    ]
+
+    private func makePopulated(_ scratch: Scratch) throws -> Vault {
+        let vault = try makeVault(scratch)
+        for (itemPath, bytes) in items { try vault.store(secret(bytes), at: path(itemPath)) }
+        return vault
+    }
+
+    @Test(arguments: ["name", "attributes", "content"])
+    func flippedBitInAnyRecordIsAnIntegrityFailure(column: String) throws {
+        let scratch = Scratch()
+        _ = try makePopulated(scratch)
+        let rows = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, \(column) FROM nodes WHERE \(column) IS NOT NULL AND length(\(column)) > 0") }
+        #expect(rows.count >= 4)
+        for (id, original) in rows {
+            for offset in [0, 23, 24, original.count / 2, original.count - 1] {
+                var damaged = original
+                damaged[offset] ^= 0x01 << UInt8(offset % 8)
+                withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: column, id: id, damaged) }
+                let vault = try reopen(scratch)
+                let problems = try vault.verify()
+                #expect(!problems.isEmpty, "flip in \(column) of row \(id) at \(offset) went unnoticed by verify")
+                #expect(walkEverything(vault, expected: items), "flip in \(column) of row \(id) at \(offset) went unnoticed by reads")
+                withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: column, id: id, original) }
+            }
+        }
+        #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test(arguments: ["name", "attributes", "content"])
+    func swappedCiphertextsBetweenRowsAreIntegrityFailures(column: String) throws {
+        let scratch = Scratch()
+        _ = try makePopulated(scratch)
+        let token = try reopen(scratch).node(at: path("app/token")).id.rawValue
+        let pw = try reopen(scratch).node(at: path("app/pw")).id.rawValue
+        withRawDatabase(scratch.vaultPath) { db in
+            let a = rawBlobs(db, "SELECT id, \(column) FROM nodes WHERE id = \(token)")[0].1
+            let b = rawBlobs(db, "SELECT id, \(column) FROM nodes WHERE id = \(pw)")[0].1
+            rawSetBlob(db, column: column, id: token, b)
+            rawSetBlob(db, column: column, id: pw, a)
+        }
+        let vault = try reopen(scratch)
+        let problems = try vault.verify()
+        #expect(problems.count >= 2)
+        #expect(problems.contains { $0.path.contains("app") })
+        #expect(walkEverything(vault, expected: items))
+        #expect(throws: VaultError.self) { try vault.read(path("app/token")) }
+        #expect(throws: VaultError.self) { try vault.read(path("app/pw")) }
+    }
+
+    @Test func rowMovedToAnotherDictionaryIsReported() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let token = try vault.node(at: path("app/token")).id.rawValue
+        let db = try vault.node(at: path("db")).id.rawValue
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET parent = \(db) WHERE id = \(token)") }
+        let reopened = try reopen(scratch)
+        #expect(try reopened.verify().contains { $0.reason == "name failed authentication" })
+        #expect(throws: VaultError.self) { try reopened.list(path("db")) }
+    }
+
+    @Test func olderContentOfTheSameRowIsRejected() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let id = try vault.node(at: path("app/token")).id.rawValue
+        let old = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(id)")[0].1 }
+        try vault.store(secret("newer-token"), at: path("app/token"))
+        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: id, old) }
+        #expect(throws: VaultError.integrityFailure("app/token")) { try reopen(scratch).read(path("app/token")) }
+    }
+
+    @Test func editedHeaderIsAnIntegrityFailure() throws {
+        let scratch = Scratch()
+        _ = try makePopulated(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET item_size_limit = 2000000") }
+        #expect(throws: VaultError.integrityFailure("vault header")) { try reopen(scratch) }
+    }
+
+    @Test func damagedKeySlotFailsToUnlock() throws {
+        let scratch = Scratch()
+        _ = try makePopulated(scratch)
+        withRawDatabase(scratch.vaultPath) { db in
+            var wrapped = rawBlobs(db, "SELECT id, wrapped_master_key FROM key_slots")[0].1
+            wrapped[30] ^= 0x10
+            rawSetBlob(db, table: "key_slots", column: "wrapped_master_key", id: 1, wrapped)
+        }
+        #expect(throws: VaultError.wrongPassphrase) { try reopen(scratch) }
+    }
+}
+
+@Suite struct FormatTests {
+    @Test func newerFormatVersionIsRefused() throws {
+        let scratch = Scratch()
+        _ = try makeVault(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 2") }
+        #expect(throws: VaultError.unknownFormatVersion(found: 2, supported: 1)) { try reopen(scratch) }
+        #expect(throws: VaultError.unknownFormatVersion(found: 2, supported: 1)) { try Vault.checkOpenable(at: scratch.vaultPath) }
+    }
+
+    @Test func filesThatAreNotVaultsGetClearErrors() throws {
+        let scratch = Scratch()
+        let dir = scratch.directory + "/a-directory"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        #expect(throws: VaultError.notAVault(path: dir, reason: "it is a directory")) { try Vault.checkOpenable(at: dir) }
+
+        let empty = scratch.directory + "/empty"
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        #expect(throws: VaultError.notAVault(path: empty, reason: "the file is empty")) { try Vault.checkOpenable(at: empty) }
+
+        let text = scratch.directory + "/text"
+        FileManager.default.createFile(atPath: text, contents: Data(String(repeating: "not a vault\n", count: 100).utf8))
+        #expect(throws: VaultError.notAVault(path: text, reason: "not an SQLite database")) { try Vault.checkOpenable(at: text) }
+
+        let otherDB = scratch.directory + "/other.db"
+        withRawDatabase(otherDB) { rawExec($0, "CREATE TABLE t (x); INSERT INTO t VALUES (1)") }
+        #expect(throws: VaultError.notAVault(path: otherDB, reason: "an SQLite database of another application")) {
+            try Vault.checkOpenable(at: otherDB)
+        }
+
+        let missing = scratch.directory + "/missing.vault"
+        #expect(throws: VaultError.vaultNotFound(missing)) { try Vault.open(at: missing, passphrase: secret(passphrase)) }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
+    @Test func truncatedVaultIsRefusedNotMisread() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        for i in 0..<200 { try vault.store(secret(String(repeating: "x", count: 500)), at: path("d/item\(i)")) }
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let size = try FileManager.default.attributesOfItem(atPath: scratch.vaultPath)[.size] as! Int
+        #expect(truncate(scratch.vaultPath, off_t(size / 2)) == 0)
+        do {
+            let reopened = try reopen(scratch)
+            let problems = try reopened.verify()
+            Issue.record("a truncated vault opened and verified with \(problems.count) problems")
+        } catch let error as VaultError {
+            switch error {
+            case .integrityFailure, .notAVault: break
+            default: Issue.record("unexpected error for a truncated vault: \(error)")
+            }
+        }
+    }
+}
+
+@Suite struct NameTests {
+    @Test(arguments: [
+        "", String(repeating: "n", count: 256), "a/b", "with\u{0}nul", ".", "..",
+    ])
+    func invalidNamesAreRefused(name: String) {
+        #expect(throws: VaultError.self) { try ItemName(name) }
+    }
+
+    @Test func invalidUTF8IsRefusedAndLimitsHold() throws {
+        #expect(throws: VaultError.self) { try ItemName(bytes: [0x66, 0xFF, 0x6F]) }
+        let longest = String(repeating: "é", count: 127) + "x"  // 255 bytes
+        #expect(try ItemName(longest).bytes.count == 255)
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.store(secret("v"), at: VaultPath("dir/" + longest))
+        try vault.store(secret("w"), at: VaultPath("dir/line\nbreak\tand\u{1}control"))
+        #expect(try reopen(scratch).list(path("dir")).count == 2)
+        #expect(throws: VaultError.self) { try vault.store(secret("v"), at: VaultPath("dir/" + longest + "y")) }
+        #expect(try vault.list(path("dir")).count == 2)
+    }
+}
+
+@Suite struct ConcurrencyTests {
+    @Test func twoConnectionsWritingAtOnceLoseNothing() throws {
+        let scratch = Scratch()
+        _ = try makeVault(scratch)
+        let a = try reopen(scratch), b = try reopen(scratch)
+        let perWriter = 60
+        DispatchQueue.concurrentPerform(iterations: 2) { writer in
+            let vault = writer == 0 ? a : b
+            for i in 0..<perWriter {
+                try! vault.store(secret("w\(writer)-\(i)"), at: path("shared/dict\(i % 4)/w\(writer)-\(i)"))
+                if i % 10 == 0 { try! vault.store(secret("last \(writer) \(i)"), at: path("shared/contended")) }
+            }
+        }
+        let check = try reopen(scratch)
+        for writer in 0..<2 {
+            for i in 0..<perWriter {
+                #expect(try check.read(path("shared/dict\(i % 4)/w\(writer)-\(i)")).testBytes == Array("w\(writer)-\(i)".utf8))
+            }
+        }
+        #expect(try check.verify().isEmpty)
+    }
+}
