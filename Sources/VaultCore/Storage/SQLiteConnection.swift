@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// A value bound to or read from SQLite. Only ciphertext, tags and counters pass through here.
 enum SQLValue: Equatable {
@@ -34,6 +35,10 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
+        // Keep the -wal and -shm files when the last connection closes: recreating them needs
+        // free space, and a vault must stay readable (and writable in place) on a full disk.
+        var persist: Int32 = 1
+        sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
 
     deinit {
@@ -42,7 +47,9 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     /// Maps SQLite's result codes onto the vault's errors; the one place that does so.
-    static func error(_ code: Int32, _ message: String, path: String) -> VaultError {
+    /// `systemErrno` is the OS error behind an I/O failure, when SQLite saw one.
+    static func error(_ code: Int32, _ message: String, path: String, systemErrno: Int32 = 0) -> VaultError {
+        if code & 0xFF == SQLITE_IOERR && (systemErrno == ENOSPC || systemErrno == EDQUOT) { return .diskFull }
         switch code & 0xFF {
         case SQLITE_FULL: return .diskFull
         case SQLITE_NOTADB: return .notAVault(path: path, reason: "not an SQLite database")
@@ -53,7 +60,8 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     private func fail(_ code: Int32) -> VaultError {
-        SQLiteConnection.error(code, String(cString: sqlite3_errmsg(handle)), path: path)
+        SQLiteConnection.error(code, String(cString: sqlite3_errmsg(handle)), path: path,
+                               systemErrno: sqlite3_system_errno(handle))
     }
 
     func execute(_ sql: String) throws(VaultError) {

@@ -40,6 +40,7 @@ enum VaultFormat {
         PRAGMA secure_delete = ON;
         PRAGMA foreign_keys = OFF;
         PRAGMA busy_timeout = 30000;
+        PRAGMA journal_size_limit = 4194304;
         """
 
     static let vaultIDBytes = 16

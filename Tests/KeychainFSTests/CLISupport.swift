@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+/// The `keychainfs` binary built beside this test bundle (or $KEYCHAINFS_BIN).
+let keychainfsBinary: String = {
+    if let explicit = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] { return explicit }
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    while !dir.path.hasSuffix(".build/debug") && !dir.path.hasSuffix(".build/release") && dir.path != "/" {
+        if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("keychainfs").path) { break }
+        dir = dir.deletingLastPathComponent()
+    }
+    return dir.appendingPathComponent("keychainfs").path
+}()
+
+/// A child that exits before reading its input must not kill the test runner with SIGPIPE.
+let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
+
+struct RunResult {
+    let status: Int32
+    let stdout: Data
+    let stderr: String
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a command to completion, feeding `stdin`, and collects its output.
+@discardableResult
+func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+         directory: String? = nil) throws -> RunResult {
+    ignoreBrokenPipes
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env.removeValue(forKey: "KEYCHAINFS_VAULT")
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    // Output goes to files, so a chatty child never blocks on a full pipe.
+    let outPath = NSTemporaryDirectory() + "kfs-out-" + UUID().uuidString
+    let errPath = outPath + ".err"
+    FileManager.default.createFile(atPath: outPath, contents: nil)
+    FileManager.default.createFile(atPath: errPath, contents: nil)
+    defer {
+        try? FileManager.default.removeItem(atPath: outPath)
+        try? FileManager.default.removeItem(atPath: errPath)
+    }
+    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+    try process.run()
+    try out.close()
+    try err.close()
+    if let stdin {
+        let writer = input.fileHandleForWriting
+        DispatchQueue.global().async {
+            try? writer.write(contentsOf: stdin)  // the child may exit without reading it all
+            try? writer.close()
+        }
+    }
+    process.waitUntilExit()
+    let outData = try Data(contentsOf: URL(fileURLWithPath: outPath))
+    let errData = try Data(contentsOf: URL(fileURLWithPath: errPath))
+    return RunResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// A scratch directory holding a vault and a passphrase file, with the CLI bound to them.
+final class CLIFixture {
+    let directory: String
+    let vault: String
+    let passphraseFile: String
+
+    init(create: Bool = true, kdf: String = "interactive") throws {
+        directory = NSTemporaryDirectory() + "keychainfs-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        vault = directory + "/vaults/test.vault"
+        passphraseFile = directory + "/pw"
+        try "correct horse battery staple\n".write(toFile: passphraseFile, atomically: true, encoding: .utf8)
+        if create {
+            let result = try cli(["init", "--kdf", kdf])
+            precondition(result.status == 0, "init failed: \(result.stderr)")
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Runs `keychainfs SUBCOMMAND --vault V --passphrase-file P ARGS...`.
+    @discardableResult
+    func cli(_ arguments: [String], stdin: Data? = nil, passphraseFile: String? = nil) throws -> RunResult {
+        var args = arguments
+        args.insert(contentsOf: ["--vault", vault, "--passphrase-file", passphraseFile ?? self.passphraseFile], at: 1)
+        return try run(keychainfsBinary, args, stdin: stdin)
+    }
+
+    func write(_ text: String, to name: String) throws -> String {
+        let path = directory + "/" + name
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
+
+/// Exit statuses the README documents.
+enum Status {
+    static let ok: Int32 = 0
+    static let wrongPassphrase: Int32 = 2
+    static let integrity: Int32 = 3
+    static let notFound: Int32 = 4
+    static let exists: Int32 = 5
+    static let wrongKind: Int32 = 6
+    static let invalid: Int32 = 7
+    static let unusable: Int32 = 9
+    static let storage: Int32 = 10
+    static let usage: Int32 = 64
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+/// A small tmpfs of our own, so "disk full" is real and not simulated.
+final class SmallFilesystem {
+    let mountpoint: String
+
+    init(size: String) throws {
+        mountpoint = NSTemporaryDirectory() + "keychainfs-small-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let result = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", mountpoint])
+        guard result.status == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mount tmpfs failed (root needed): \(result.stderr)"])
+        }
+    }
+
+    deinit {
+        _ = try? run("/bin/umount", ["-l", mountpoint])
+        try? FileManager.default.removeItem(atPath: mountpoint)
+    }
+}
+
+@Suite struct DiskFullTests {
+    @Test func fullDiskFailsClearlyKeepsEarlierItemsAndRecovers() throws {
+        let small = try SmallFilesystem(size: "600k")
+        let f = try CLIFixture(create: false)
+        let vault = small.mountpoint + "/test.vault"
+        func cli(_ args: [String], stdin: Data? = nil) throws -> RunResult {
+            var a = args
+            a.insert(contentsOf: ["--vault", vault, "--passphrase-file", f.passphraseFile], at: 1)
+            return try run(keychainfsBinary, a, stdin: stdin)
+        }
+        #expect(try cli(["init", "--kdf", "interactive"]).status == Status.ok)
+        #expect(try cli(["set", "keep/first", "the first value"]).status == Status.ok)
+
+        // Fill the rest of the filesystem with a plain file, then try to store a large item.
+        let filler = small.mountpoint + "/filler"
+        _ = try run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
+        let full = try cli(["set", "keep/big"], stdin: Data(repeating: 0x5A, count: 300_000))
+        #expect(full.status == Status.storage)
+        #expect(full.stderr.contains("no space left"), "\(full.stderr)")
+        #expect(try cli(["get", "keep/first"]).stdoutText == "the first value")
+        #expect(try cli(["get", "keep/big"]).status == Status.notFound)
+
+        try FileManager.default.removeItem(atPath: filler)
+        let after = try cli(["set", "keep/big"], stdin: Data(repeating: 0x5A, count: 300_000))
+        #expect(after.status == Status.ok, "\(after.stderr)")
+        #expect(try cli(["get", "keep/big"]).stdout == Data(repeating: 0x5A, count: 300_000))
+        #expect(try cli(["verify"]).status == Status.ok)
+    }
+}
