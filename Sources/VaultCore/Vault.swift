@@ -125,7 +125,9 @@ public final class Vault: Sendable {
             throw .unknownFormatVersion(found: version, supported: VaultFormat.version)
         }
         guard version >= 1 else { throw .notAVault(path: path, reason: "format version \(version)") }
-        try db.execute("PRAGMA journal_mode = WAL")
+        if try db.row("PRAGMA journal_mode")?.first?.blob != Array("wal".utf8) {
+            try db.execute("PRAGMA journal_mode = WAL")
+        }
         try db.execute(VaultFormat.connectionPragmas)
         return db
     }

@@ -35,6 +35,8 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
+        // Wait out other processes' writes from the very first statement on.
+        sqlite3_busy_timeout(db, 30_000)
         // Keep the -wal and -shm files when the last connection closes: recreating them needs
         // free space, and a vault must stay readable (and writable in place) on a full disk.
         var persist: Int32 = 1

@@ -39,7 +39,6 @@ enum VaultFormat {
         PRAGMA synchronous = FULL;
         PRAGMA secure_delete = ON;
         PRAGMA foreign_keys = OFF;
-        PRAGMA busy_timeout = 30000;
         PRAGMA journal_size_limit = 4194304;
         """
 
