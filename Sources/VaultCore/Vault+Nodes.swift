@@ -1,7 +1,7 @@
 /// Operations by node id: what the filesystem driver uses (node ids are its inode numbers).
 extension Vault {
     public func node(_ id: NodeID) throws(VaultError) -> Node {
-        try withStore { (store) throws(VaultError) in try store.node(try store.existingRecord(id)) }
+        try withStore { (store) throws(VaultError) in try store.existingRecord(id).node }
     }
 
     public func lookup(_ name: ItemName, in parent: NodeID) throws(VaultError) -> Node {
@@ -10,19 +10,14 @@ extension Vault {
             guard let record = try store.child(named: name, in: parent) else {
                 throw .notFound(store.describe(parent, appending: name))
             }
-            return try store.node(record)
+            return record.node
         }
     }
 
     /// The entries of a dictionary, in no particular order.
     public func entries(of dictionary: NodeID) throws(VaultError) -> [DirectoryEntry] {
         try reading { (store) throws(VaultError) in
-            _ = try store.dictionary(dictionary)
-            var entries: [DirectoryEntry] = []
-            for (name, record) in try store.children(of: dictionary) {
-                entries.append(DirectoryEntry(name: name, node: try store.node(record)))
-            }
-            return entries
+            try store.children(of: try store.dictionary(dictionary)).map { DirectoryEntry(name: $0.name, node: $0.record.node) }
         }
     }
 
@@ -31,7 +26,7 @@ extension Vault {
         try reading { (store) throws(VaultError) -> SecureBuffer in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            return try store.content(of: record, attributes: try store.attributes(of: record))
+            return try store.content(of: record)
         }
     }
 
@@ -40,44 +35,22 @@ extension Vault {
                            mode: UInt32 = 0o600) throws(VaultError) -> Node {
         try checkSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
-            try insertItem(store, named: name, in: parent, content: content, mode: mode)
+            let dictionary = try store.dictionary(parent)
+            guard try store.child(named: name, in: parent) == nil else {
+                throw .alreadyExists(store.describe(parent, appending: name))
+            }
+            return try store.insertItem(named: name, in: dictionary, mode: mode, content: content)
         }
-    }
-
-    func insertItem(_ store: NodeStore, named name: ItemName, in parent: NodeID, content: borrowing SecureBuffer,
-                    mode: UInt32) throws(VaultError) -> Node {
-        _ = try store.dictionary(parent)
-        guard try store.child(named: name, in: parent) == nil else {
-            throw .alreadyExists(store.describe(parent, appending: name))
-        }
-        let id = try store.allocateID()
-        let now = Timestamp.now()
-        let attributes = NodeAttributes(kind: .item, mode: mode & 0o7777, size: content.count, modified: now,
-                                        changed: now, contentGeneration: 1)
-        let sealed = try store.cipher.sealContent(content, node: id, generation: attributes.contentGeneration)
-        try store.insert(id: id, name: name, parent: parent, attributes: attributes, sealedContent: sealed)
-        try store.touch(parent, at: now)
-        return Node(id: id, parent: parent, attributes: attributes)
     }
 
     public func makeDictionary(named name: ItemName, in parent: NodeID, mode: UInt32 = 0o700) throws(VaultError) -> Node {
         try writing { (store) throws(VaultError) -> Node in
-            try insertDictionary(store, named: name, in: parent, mode: mode)
+            let dictionary = try store.dictionary(parent)
+            guard try store.child(named: name, in: parent) == nil else {
+                throw .alreadyExists(store.describe(parent, appending: name))
+            }
+            return try store.insertDictionary(named: name, in: dictionary, mode: mode)
         }
-    }
-
-    func insertDictionary(_ store: NodeStore, named name: ItemName, in parent: NodeID, mode: UInt32) throws(VaultError) -> Node {
-        _ = try store.dictionary(parent)
-        guard try store.child(named: name, in: parent) == nil else {
-            throw .alreadyExists(store.describe(parent, appending: name))
-        }
-        let id = try store.allocateID()
-        let now = Timestamp.now()
-        let attributes = NodeAttributes(kind: .dictionary, mode: mode & 0o7777, size: 0, modified: now,
-                                        changed: now, contentGeneration: 0)
-        try store.insert(id: id, name: name, parent: parent, attributes: attributes, sealedContent: nil)
-        try store.touch(parent, at: now)
-        return Node(id: id, parent: parent, attributes: attributes)
     }
 
     /// Replaces an item's whole content in one transaction: readers see the old or the new.
@@ -87,8 +60,7 @@ extension Vault {
         return try writing { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            var attributes = try store.attributes(of: record)
-            try store.writeContent(content, of: id, attributes: &attributes, modified: modified ?? .now())
+            let attributes = try store.writeContent(content, of: record, modified: modified ?? .now())
             return Node(id: id, parent: record.parent, attributes: attributes)
         }
     }
@@ -97,11 +69,11 @@ extension Vault {
     public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil) throws(VaultError) -> Node {
         try writing { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
-            var attributes = try store.attributes(of: record)
+            var attributes = record.attributes
             if let mode { attributes.mode = mode & 0o7777 }
             if let modified { attributes.modified = modified }
             attributes.changed = .now()
-            try store.writeAttributes(attributes, of: id)
+            try store.writeAttributes(attributes, of: record)
             return Node(id: id, parent: record.parent, attributes: attributes)
         }
     }
@@ -109,7 +81,7 @@ extension Vault {
     /// unlink (`kind == .item`) or rmdir (`kind == .dictionary`, which must be empty).
     public func remove(named name: ItemName, in parent: NodeID, kind: NodeKind) throws(VaultError) {
         try writing { (store) throws(VaultError) in
-            _ = try store.dictionary(parent)
+            let dictionary = try store.dictionary(parent)
             guard let record = try store.child(named: name, in: parent) else {
                 throw .notFound(store.describe(parent, appending: name))
             }
@@ -121,8 +93,8 @@ extension Vault {
                 if try store.hasChildren(record.id) { throw .notEmpty(path) }
             case (.item, .item): break
             }
-            try store.delete(record.id)
-            try store.touch(parent, at: .now())
+            try store.delete(record)
+            try store.changeEntries(of: dictionary, by: -1, at: .now())
         }
     }
 
@@ -137,14 +109,15 @@ extension Vault {
 
     func moveNode(_ store: NodeStore, _ name: ItemName, from parent: NodeID, to newName: ItemName, in newParent: NodeID,
                   replacing: Bool) throws(VaultError) {
-        _ = try store.dictionary(parent)
-        _ = try store.dictionary(newParent)
+        let sourceDictionary = try store.dictionary(parent)
+        let targetDictionary = try store.dictionary(newParent)
         guard let source = try store.child(named: name, in: parent) else {
             throw .notFound(store.describe(parent, appending: name))
         }
         if source.kind == .dictionary, try store.isAncestor(source.id, of: newParent) {
             throw .invalidMove("cannot move \(store.describe(source.id)) into itself")
         }
+        let now = Timestamp.now()
         if let target = try store.child(named: newName, in: newParent) {
             if target.id == source.id { return }
             let targetPath = store.describe(newParent, appending: newName)
@@ -156,13 +129,15 @@ extension Vault {
                 if try store.hasChildren(target.id) { throw .notEmpty(targetPath) }
             case (.item, .item): break
             }
-            try store.delete(target.id)
+            try store.delete(target)
+            try store.changeEntries(of: targetDictionary, by: -1, at: now)
         }
-        var attributes = try store.attributes(of: source)
-        let now = Timestamp.now()
-        attributes.changed = now
-        try store.relink(source.id, to: newParent, as: newName, attributes: attributes)
-        try store.touch(parent, at: now)
-        if newParent != parent { try store.touch(newParent, at: now) }
+        try store.relink(source, to: newParent, as: newName, at: now)
+        if newParent != parent {
+            try store.changeEntries(of: sourceDictionary, by: -1, at: now)
+            try store.changeEntries(of: targetDictionary, by: 1, at: now)
+        } else {
+            try store.changeEntries(of: sourceDictionary, by: 0, at: now)
+        }
     }
 }

@@ -16,21 +16,22 @@ extension Vault {
     }
 
     /// The dictionary at `path`, creating missing ones (0700) when `creating`.
-    private func dictionary(at path: VaultPath, creating: Bool, in store: NodeStore) throws(VaultError) -> NodeID {
-        var id = NodeID.root
+    private func dictionary(at path: VaultPath, creating: Bool, in store: NodeStore) throws(VaultError) -> NodeRecord {
+        var record = try store.existingRecord(.root)
         var walked = VaultPath.root
         for component in path.components {
             walked = walked.appending(component)
-            if let child = try store.child(named: component, in: id) {
+            if let child = try store.child(named: component, in: record.id) {
                 guard child.kind == .dictionary else { throw .notADictionary(walked.description) }
-                id = child.id
+                record = child
             } else if creating {
-                id = try insertDictionary(store, named: component, in: id, mode: 0o700).id
+                let created = try store.insertDictionary(named: component, in: record, mode: 0o700)
+                record = try store.existingRecord(created.id)
             } else {
                 throw .notFound(walked.description)
             }
         }
-        return id
+        return record
     }
 
     private func leafName(_ path: VaultPath) throws(VaultError) -> ItemName {
@@ -39,7 +40,7 @@ extension Vault {
     }
 
     public func node(at path: VaultPath) throws(VaultError) -> Node {
-        try reading { (store) throws(VaultError) in try store.node(try resolve(path, in: store)) }
+        try reading { (store) throws(VaultError) in try resolve(path, in: store).node }
     }
 
     /// The item's exact bytes in locked memory.
@@ -48,7 +49,7 @@ extension Vault {
             let record = try resolve(path, in: store)
             guard record.kind == .item else { throw .isADictionary(path.description) }
             do throws(VaultError) {
-                return try store.content(of: record, attributes: try store.attributes(of: record))
+                return try store.content(of: record)
             } catch .integrityFailure {
                 throw .integrityFailure(path.description)
             }
@@ -62,13 +63,12 @@ extension Vault {
         try checkSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: true, in: store)
-            if let existing = try store.child(named: name, in: parent) {
+            if let existing = try store.child(named: name, in: parent.id) {
                 guard existing.kind == .item else { throw .isADictionary(path.description) }
-                var attributes = try store.attributes(of: existing)
-                try store.writeContent(content, of: existing.id, attributes: &attributes, modified: .now())
-                return Node(id: existing.id, parent: parent, attributes: attributes)
+                let attributes = try store.writeContent(content, of: existing, modified: .now())
+                return Node(id: existing.id, parent: parent.id, attributes: attributes)
             }
-            return try insertItem(store, named: name, in: parent, content: content, mode: 0o600)
+            return try store.insertItem(named: name, in: parent, mode: 0o600, content: content)
         }
     }
 
@@ -77,11 +77,9 @@ extension Vault {
         try reading { (store) throws(VaultError) in
             let record = try resolve(path, in: store)
             guard record.kind == .dictionary else { throw .notADictionary(path.description) }
-            var entries: [DirectoryEntry] = []
-            for (name, child) in try store.children(of: record.id) {
-                entries.append(DirectoryEntry(name: name, node: try store.node(child)))
-            }
-            return entries.sorted { $0.name.bytes.lexicographicallyPrecedes($1.name.bytes) }
+            return try store.children(of: record)
+                .map { DirectoryEntry(name: $0.name, node: $0.record.node) }
+                .sorted { $0.name.bytes.lexicographicallyPrecedes($1.name.bytes) }
         }
     }
 
@@ -90,11 +88,11 @@ extension Vault {
         let name = try leafName(path)
         return try writing { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: withIntermediates, in: store)
-            if let existing = try store.child(named: name, in: parent) {
+            if let existing = try store.child(named: name, in: parent.id) {
                 guard withIntermediates, existing.kind == .dictionary else { throw .alreadyExists(path.description) }
-                return try store.node(existing)
+                return existing.node
             }
-            return try insertDictionary(store, named: name, in: parent, mode: 0o700)
+            return try store.insertDictionary(named: name, in: parent, mode: 0o700)
         }
     }
 
@@ -103,18 +101,12 @@ extension Vault {
         let name = try leafName(path)
         try writing { (store) throws(VaultError) in
             let parent = try dictionary(at: path.parent, creating: false, in: store)
-            guard let record = try store.child(named: name, in: parent) else { throw .notFound(path.description) }
-            if record.kind == .dictionary {
-                if recursive {
-                    try store.deleteSubtree(record.id)
-                } else {
-                    guard try !store.hasChildren(record.id) else { throw .notEmpty(path.description) }
-                    try store.delete(record.id)
-                }
-            } else {
-                try store.delete(record.id)
+            guard let record = try store.child(named: name, in: parent.id) else { throw .notFound(path.description) }
+            if record.kind == .dictionary, !recursive, try store.hasChildren(record.id) {
+                throw .notEmpty(path.description)
             }
-            try store.touch(parent, at: .now())
+            try store.delete(record)
+            try store.changeEntries(of: parent, by: -1, at: .now())
         }
     }
 
@@ -122,17 +114,15 @@ extension Vault {
     public func move(_ source: VaultPath, to destination: VaultPath) throws(VaultError) {
         let sourceName = try leafName(source)
         try writing { (store) throws(VaultError) in
-            let sourceParent = try dictionary(at: source.parent, creating: false, in: store)
-            guard try store.child(named: sourceName, in: sourceParent) != nil else { throw .notFound(source.description) }
-            var targetParent: NodeID
-            var targetName: ItemName
-            if destination.isRoot {
-                (targetParent, targetName) = (.root, sourceName)
-            } else {
-                targetParent = try dictionary(at: destination.parent, creating: false, in: store)
+            let sourceParent = try dictionary(at: source.parent, creating: false, in: store).id
+            guard let moving = try store.child(named: sourceName, in: sourceParent) else { throw .notFound(source.description) }
+            var targetParent = NodeID.root
+            var targetName = sourceName
+            if !destination.isRoot {
+                targetParent = try dictionary(at: destination.parent, creating: false, in: store).id
                 targetName = try leafName(destination)
                 if let existing = try store.child(named: targetName, in: targetParent), existing.kind == .dictionary,
-                   try store.child(named: sourceName, in: sourceParent)?.id != existing.id {
+                   existing.id != moving.id {
                     (targetParent, targetName) = (existing.id, sourceName)
                 }
             }

@@ -45,7 +45,7 @@ public final class Vault: Sendable {
             let vaultID = randomBytes(VaultFormat.vaultIDBytes)
             let master = try KeyDerivation.randomMasterKey()
             let cipher = try RecordCipher(vaultID: vaultID, master: master)
-            let slot = try sealKeySlot(master: master, passphrase: passphrase, parameters: kdf, vaultID: vaultID, slotID: 1)
+            let slot = try sealKeySlot(master: master, passphrase: passphrase, parameters: kdf, slotID: 1)
             try db.writeTransaction { () throws(VaultError) in
                 try db.execute("PRAGMA application_id = \(VaultFormat.applicationID); PRAGMA user_version = \(VaultFormat.version);")
                 try db.execute(VaultFormat.schema)
@@ -55,9 +55,10 @@ public final class Vault: Sendable {
                 try writeKeySlot(slot, id: 1, parameters: kdf, db: db)
                 let now = Timestamp.now()
                 let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, modified: now, changed: now, contentGeneration: 0)
-                try db.run("INSERT INTO nodes (id, parent, kind, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, x'', ?, NULL)", [
-                    .integer(NodeID.root.rawValue), .integer(0), .integer(NodeKind.dictionary.rawValue),
-                    .blob([UInt8](repeating: 0, count: 32)), .blob(cipher.sealAttributes(rootAttributes, node: .root)),
+                let root = RecordPlace.new(.root)
+                try db.run("INSERT INTO nodes (id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, x'', ?, NULL)", [
+                    .integer(NodeID.root.rawValue), .integer(0), .integer(NodeKind.dictionary.rawValue), .blob(root.incarnation),
+                    .blob([UInt8](repeating: 0, count: 32)), .blob(cipher.sealAttributes(rootAttributes, root)),
                 ])
             }
             try FileSystem.syncDirectory(containing: path)
@@ -74,7 +75,9 @@ public final class Vault: Sendable {
         let (vaultID, itemSizeLimit, storedMAC) = try readHeader(db, path: path)
         var unlockedMaster: SecureBuffer? = nil
         var unlockedSlot: Int64 = 0
-        for slot in try db.rows("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots ORDER BY id") {
+        let slots = try db.rows("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots ORDER BY id")
+        guard !slots.isEmpty else { throw .integrityFailure("key slots (none left)") }
+        for slot in slots {
             guard let id = slot[0].integer, let algorithm = slot[1].integer, let ops = slot[2].integer,
                   let mem = slot[3].integer, let salt = slot[4].blob, let wrapped = slot[5].blob else {
                 throw .integrityFailure("key slot (malformed row)")
@@ -83,7 +86,7 @@ public final class Vault: Sendable {
             parameters.algorithm = algorithm
             let kek = try KeyDerivation.keyEncryptionKey(passphrase: passphrase, salt: salt, parameters: parameters)
             var master = try SecureBuffer(capacity: KeyDerivation.masterKeyBytes)
-            let ad = RecordCipher.slotAssociatedData(vaultID: vaultID, slotID: id, parameters: parameters)
+            let ad = RecordCipher.slotAssociatedData(slotID: id, parameters: parameters)
             if AEAD.open(wrapped, key: kek, associatedData: ad, into: &master), master.count == KeyDerivation.masterKeyBytes {
                 unlockedMaster = consume master
                 unlockedSlot = id
@@ -92,7 +95,7 @@ public final class Vault: Sendable {
         }
         guard let master = unlockedMaster.take() else { throw .wrongPassphrase }
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
-        guard cipher.headerMAC(itemSizeLimit: itemSizeLimit) == storedMAC else {
+        guard cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit) else {
             throw .integrityFailure("vault header")
         }
         return Vault(path: path, itemSizeLimit: itemSizeLimit, db: db, cipher: cipher, slotID: unlockedSlot)
@@ -143,10 +146,10 @@ public final class Vault: Sendable {
     }
 
     private static func sealKeySlot(master: borrowing SecureBuffer, passphrase: borrowing SecureBuffer, parameters: KDFParameters,
-                                    vaultID: [UInt8], slotID: Int64) throws(VaultError) -> (salt: [UInt8], wrapped: [UInt8]) {
+                                    slotID: Int64) throws(VaultError) -> (salt: [UInt8], wrapped: [UInt8]) {
         let salt = randomBytes(KeyDerivation.saltBytes)
         let kek = try KeyDerivation.keyEncryptionKey(passphrase: passphrase, salt: salt, parameters: parameters)
-        let ad = RecordCipher.slotAssociatedData(vaultID: vaultID, slotID: slotID, parameters: parameters)
+        let ad = RecordCipher.slotAssociatedData(slotID: slotID, parameters: parameters)
         let wrapped = master.withUnsafeBytes { AEAD.seal($0, key: kek, associatedData: ad) }
         return (salt, wrapped)
     }
@@ -175,8 +178,7 @@ public final class Vault: Sendable {
             }
             let chosen = parameters ?? KDFPreset.moderate.parameters
             let slot = try cipher.withMasterKey { (master) throws(VaultError) in
-                try Vault.sealKeySlot(master: master, passphrase: newPassphrase, parameters: chosen,
-                                      vaultID: cipher.vaultID, slotID: slotID)
+                try Vault.sealKeySlot(master: master, passphrase: newPassphrase, parameters: chosen, slotID: slotID)
             }
             let db = state.db
             try db.writeTransaction { () throws(VaultError) in

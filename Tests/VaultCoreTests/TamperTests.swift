@@ -111,6 +111,78 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
         #expect(throws: VaultError.integrityFailure("app/token")) { try reopen(scratch).read(path("app/token")) }
     }
 
+    @Test func recordsOfADeletedNodeCannotPassForANewOneAfterRewindingTheCounter() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let victim = try vault.node(at: path("top")).id.rawValue
+        let saved = withRawDatabase(scratch.vaultPath) { db in
+            (rawBlobs(db, "SELECT id, attributes FROM nodes WHERE id = \(victim)")[0].1,
+             rawBlobs(db, "SELECT id, content FROM nodes WHERE id = \(victim)")[0].1)
+        }
+        try vault.remove(path("top"), recursive: false)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET next_node_id = \(victim)") }
+        let reopened = try reopen(scratch)
+        let other = try reopened.store(secret("different-secret"), at: path("other"))
+        #expect(other.id.rawValue == victim)
+        withRawDatabase(scratch.vaultPath) { db in
+            rawSetBlob(db, column: "attributes", id: victim, saved.0)
+            rawSetBlob(db, column: "content", id: victim, saved.1)
+        }
+        let attacked = try reopen(scratch)
+        #expect(throws: VaultError.integrityFailure("other")) { try attacked.read(path("other")) }
+        #expect(!(try attacked.verify().isEmpty))
+    }
+
+    @Test func editedKindColumnIsAnIntegrityFailureAndDeletesNothing() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let app = try vault.node(at: path("app")).id.rawValue
+        let token = try vault.node(at: path("app/token")).id.rawValue
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 2 WHERE id = \(app)") }
+        var attacked = try reopen(scratch)
+        #expect(throws: VaultError.self) { try attacked.remove(path("app"), recursive: false) }
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 2 WHERE id = \(app)") }
+        #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, name FROM nodes WHERE parent = \(app)") }.count == 2)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 1 WHERE id = \(app); UPDATE nodes SET kind = 1 WHERE id = \(token)") }
+        attacked = try reopen(scratch)
+        #expect(throws: VaultError.integrityFailure("app/token")) { try attacked.read(path("app/token")) }
+        #expect(throws: VaultError.self) { try attacked.list(path("app/token")) }
+    }
+
+    @Test func deletedRowIsReportedByVerifyAndListing() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let token = try vault.node(at: path("app/token")).id.rawValue
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM nodes WHERE id = \(token)") }
+        let attacked = try reopen(scratch)
+        #expect(try attacked.verify().contains { $0.path == "app" && $0.reason.contains("entries recorded") })
+        #expect(throws: VaultError.self) { try attacked.list(path("app")) }
+        #expect(try attacked.read(path("app/pw")).testBytes == items["app/pw"])
+    }
+
+    @Test func editedVaultIDOrMissingSlotsAreIntegrityFailuresAndHugeCostsAreRefused() throws {
+        let scratch = Scratch()
+        _ = try makePopulated(scratch)
+        let original = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT singleton, vault_id FROM vault")[0].1 }
+        withRawDatabase(scratch.vaultPath) { db in
+            var edited = original
+            edited[0] ^= 1
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(db, "UPDATE vault SET vault_id = ?", -1, &statement, nil)
+            _ = edited.withUnsafeBytes { sqlite3_bind_blob(statement, 1, $0.baseAddress, Int32($0.count), nil) }
+            #expect(sqlite3_step(statement) == SQLITE_DONE)
+            sqlite3_finalize(statement)
+        }
+        #expect(throws: VaultError.integrityFailure("vault header")) { try reopen(scratch) }
+
+        let slotless = Scratch()
+        _ = try makePopulated(slotless)
+        withRawDatabase(slotless.vaultPath) { rawExec($0, "UPDATE key_slots SET kdf_opslimit = 4294967295") }
+        #expect(throws: VaultError.integrityFailure("key slot (implausible key-derivation parameters)")) { try reopen(slotless) }
+        withRawDatabase(slotless.vaultPath) { rawExec($0, "DELETE FROM key_slots") }
+        #expect(throws: VaultError.integrityFailure("key slots (none left)")) { try reopen(slotless) }
+    }
+
     @Test func editedHeaderIsAnIntegrityFailure() throws {
         let scratch = Scratch()
         _ = try makePopulated(scratch)

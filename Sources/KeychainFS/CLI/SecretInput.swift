@@ -85,6 +85,7 @@ enum SecretInput {
         defer { close(pipeFDs[0]) }
         guard rc == 0 else { throw .invalidArgument("cannot run --extpass command: \(String(cString: strerror(rc)))") }
         let outcome = try read(pipeFDs[0], into: &buffer, limit: maximumPassphraseBytes)
+        if outcome == .overLimit { kill(pid, SIGKILL) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         guard outcome == .complete else { throw .invalidArgument("the --extpass output is longer than \(maximumPassphraseBytes) bytes") }
@@ -109,7 +110,9 @@ enum SecretInput {
         defer { if haveTermios { tcsetattr(tty, TCSAFLUSH, &saved) } }
         Terminal.writeAll(tty, prompt)
         var line = try SecureBuffer(capacity: 256)
-        _ = try read(tty, into: &line, limit: maximumPassphraseBytes, stopAtNewline: true)
+        guard try read(tty, into: &line, limit: maximumPassphraseBytes, stopAtNewline: true) == .complete else {
+            throw .invalidArgument("the passphrase is longer than \(maximumPassphraseBytes) bytes")
+        }
         dropTrailingNewline(&line)
         return line
     }

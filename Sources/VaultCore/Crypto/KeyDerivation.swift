@@ -31,9 +31,11 @@ public struct KDFParameters: Sendable, Equatable {
         self.memLimit = memLimit
     }
 
+    /// Parameters are read before anything is authenticated, so costs far above the
+    /// `sensitive` preset are refused rather than run (an edited slot must not hang us).
     var isSupported: Bool {
         algorithm == KDFParameters.argon2id
-            && opsLimit >= UInt64(crypto_pwhash_opslimit_min()) && opsLimit <= UInt64(crypto_pwhash_opslimit_max())
+            && opsLimit >= UInt64(crypto_pwhash_opslimit_min()) && opsLimit <= 32
             && memLimit >= UInt64(crypto_pwhash_memlimit_min()) && memLimit <= 4 << 30
     }
 }
@@ -47,7 +49,7 @@ enum KeyDerivation {
     static func keyEncryptionKey(passphrase: borrowing SecureBuffer, salt: [UInt8],
                                  parameters: KDFParameters) throws(VaultError) -> SecureBuffer {
         guard parameters.isSupported, salt.count == saltBytes else {
-            throw .integrityFailure("key slot (unsupported key-derivation parameters)")
+            throw .integrityFailure("key slot (implausible key-derivation parameters)")
         }
         var kek = try SecureBuffer(capacity: AEAD.keyBytes)
         var rc: Int32 = -1

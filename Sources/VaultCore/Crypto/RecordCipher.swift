@@ -1,5 +1,16 @@
 import CSodium
 
+/// Where a record belongs: its node id and the random value drawn when the node was created.
+/// Both go into every record's associated data, so records of a deleted node can never be
+/// made to pass for a later node, even if an attacker rewinds the id counter.
+struct RecordPlace {
+    static let incarnationBytes = 16
+    let node: NodeID
+    let incarnation: [UInt8]
+
+    static func new(_ node: NodeID) -> RecordPlace { RecordPlace(node: node, incarnation: randomBytes(incarnationBytes)) }
+}
+
 /// Seals and opens the vault's records. Every box carries associated data naming the vault,
 /// the record's purpose, its node and (for names) its parent or (for contents) its content
 /// generation, so a ciphertext copied, swapped or moved to another row or column fails to open.
@@ -38,16 +49,27 @@ final class RecordCipher: Sendable {
         return ad
     }
 
+    private func associatedData(_ purpose: Purpose, _ place: RecordPlace, binding: UInt64) -> [UInt8] {
+        RecordCipher.associatedData(purpose, vaultID: vaultID, subject: place.node.rawValue, binding: binding) + place.incarnation
+    }
+
     // MARK: key slots (sealed with a passphrase-derived key, not with the vault keys)
 
-    static func slotAssociatedData(vaultID: [UInt8], slotID: Int64, parameters: KDFParameters) -> [UInt8] {
-        var ad = associatedData(.keySlot, vaultID: vaultID, subject: slotID, binding: UInt64(bitPattern: parameters.algorithm))
+    static func slotAssociatedData(slotID: Int64, parameters: KDFParameters) -> [UInt8] {
+        // The vault id is left out on purpose: it is authenticated by the header MAC once the
+        // key is unwrapped, so an edited id reads as tampering, not as a wrong passphrase.
+        var ad = associatedData(.keySlot, vaultID: [], subject: slotID, binding: UInt64(bitPattern: parameters.algorithm))
         ad.appendLittleEndian(parameters.opsLimit)
         ad.appendLittleEndian(parameters.memLimit)
         return ad
     }
 
     // MARK: header
+
+    func headerMACMatches(_ stored: [UInt8], itemSizeLimit: Int) -> Bool {
+        let expected = headerMAC(itemSizeLimit: itemSizeLimit)
+        return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
+    }
 
     func headerMAC(itemSizeLimit: Int) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("header".utf8) + vaultID
@@ -67,18 +89,16 @@ final class RecordCipher: Sendable {
         return VaultKeys.keyedHash(message, key: keys.tag)
     }
 
-    func sealName(_ name: ItemName, node: NodeID, parent: NodeID) -> [UInt8] {
+    func sealName(_ name: ItemName, _ place: RecordPlace, parent: NodeID) -> [UInt8] {
         let padded = RecordCipher.pad(name.bytes, block: RecordCipher.nameBlock)
-        let ad = RecordCipher.associatedData(.name, vaultID: vaultID, subject: node.rawValue,
-                                             binding: UInt64(bitPattern: parent.rawValue))
+        let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
         return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
     }
 
-    func openName(_ sealed: [UInt8], node: NodeID, parent: NodeID) -> ItemName? {
+    func openName(_ sealed: [UInt8], _ place: RecordPlace, parent: NodeID) -> ItemName? {
         guard let plainCount = AEAD.plaintextCount(ofSealed: sealed),
               var plain = try? SecureBuffer(capacity: plainCount) else { return nil }
-        let ad = RecordCipher.associatedData(.name, vaultID: vaultID, subject: node.rawValue,
-                                             binding: UInt64(bitPattern: parent.rawValue))
+        let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
         guard AEAD.open(sealed, key: keys.name, associatedData: ad, into: &plain),
               RecordCipher.unpad(&plain, block: RecordCipher.nameBlock) else { return nil }
         return plain.withUnsafeBytes { try? ItemName(bytes: $0) }
@@ -86,15 +106,15 @@ final class RecordCipher: Sendable {
 
     // MARK: attributes
 
-    func sealAttributes(_ attributes: NodeAttributes, node: NodeID) -> [UInt8] {
-        let ad = RecordCipher.associatedData(.attributes, vaultID: vaultID, subject: node.rawValue, binding: 0)
+    func sealAttributes(_ attributes: NodeAttributes, _ place: RecordPlace) -> [UInt8] {
+        let ad = associatedData(.attributes, place, binding: 0)
         return attributes.encoded().withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
     }
 
-    func openAttributes(_ sealed: [UInt8], node: NodeID) -> NodeAttributes? {
+    func openAttributes(_ sealed: [UInt8], _ place: RecordPlace) -> NodeAttributes? {
         guard AEAD.plaintextCount(ofSealed: sealed) == NodeAttributes.encodedCount,
               var plain = try? SecureBuffer(capacity: NodeAttributes.encodedCount) else { return nil }
-        let ad = RecordCipher.associatedData(.attributes, vaultID: vaultID, subject: node.rawValue, binding: 0)
+        let ad = associatedData(.attributes, place, binding: 0)
         guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain) else { return nil }
         return plain.withUnsafeBytes { NodeAttributes(decoding: $0) }
     }
@@ -108,23 +128,23 @@ final class RecordCipher: Sendable {
     }
 
     /// Pads the content in locked memory, then encrypts it; the padded copy is wiped on return.
-    func sealContent(_ content: borrowing SecureBuffer, node: NodeID, generation: UInt64) throws(VaultError) -> [UInt8] {
+    func sealContent(_ content: borrowing SecureBuffer, _ place: RecordPlace, generation: UInt64) throws(VaultError) -> [UInt8] {
         let bucket = RecordCipher.contentBucket(for: content.count)
         var padded = try SecureBuffer(capacity: bucket)
         try content.withUnsafeBytes { (bytes) throws(VaultError) in try padded.append(bytes) }
         guard RecordCipher.pad(&padded, block: bucket) else {
             preconditionFailure("content bucket too small for its padding")
         }
-        let ad = RecordCipher.associatedData(.content, vaultID: vaultID, subject: node.rawValue, binding: generation)
+        let ad = associatedData(.content, place, binding: generation)
         return padded.withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
     }
 
     /// Decrypts into locked memory; nil when the box fails authentication or its length
     /// disagrees with the attributes.
-    func openContent(_ sealed: [UInt8], node: NodeID, generation: UInt64, expectedCount: Int) throws(VaultError) -> SecureBuffer? {
+    func openContent(_ sealed: [UInt8], _ place: RecordPlace, generation: UInt64, expectedCount: Int) throws(VaultError) -> SecureBuffer? {
         guard let plainCount = AEAD.plaintextCount(ofSealed: sealed) else { return nil }
         var plain = try SecureBuffer(capacity: plainCount)
-        let ad = RecordCipher.associatedData(.content, vaultID: vaultID, subject: node.rawValue, binding: generation)
+        let ad = associatedData(.content, place, binding: generation)
         guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain),
               RecordCipher.unpad(&plain, block: plainCount), plain.count == expectedCount else { return nil }
         return plain

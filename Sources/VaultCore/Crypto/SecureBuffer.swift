@@ -60,7 +60,14 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     public mutating func withUnsafeMutableStorage<E: Error>(
         _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int
     ) throws(E) {
-        let newCount = try body(UnsafeMutableRawBufferPointer(start: base, count: capacity))
+        let newCount: Int
+        do {
+            newCount = try body(UnsafeMutableRawBufferPointer(start: base, count: capacity))
+        } catch {
+            // Keep the promise that bytes past `count` are zero, whatever the closure wrote.
+            sodium_memzero(base + count, capacity - count)
+            throw error
+        }
         precondition(newCount >= 0 && newCount <= capacity, "count outside capacity")
         setCount(newCount)
     }
@@ -88,7 +95,9 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Copies `bytes` to `offset`, growing as needed; a gap between the old end and `offset`
     /// reads as zeros (a hole).
     public mutating func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(VaultError) {
-        let end = offset + bytes.count
+        precondition(offset >= 0, "negative offset")
+        let (end, overflow) = offset.addingReportingOverflow(bytes.count)
+        precondition(!overflow, "offset overflows")
         try reserve(end)
         if let src = bytes.baseAddress, bytes.count > 0 { (base + offset).copyMemory(from: src, byteCount: bytes.count) }
         if end > count { count = end }

@@ -1,53 +1,54 @@
-/// A node's row without its content column (contents are loaded only when read).
+/// A node's row, authenticated: its attributes (and so its kind) opened and checked against
+/// the row. The content column is loaded only when read.
 struct NodeRecord {
-    let id: NodeID
+    let place: RecordPlace
     let parent: NodeID
-    let kind: NodeKind
-    let sealedName: [UInt8]
-    let sealedAttributes: [UInt8]
+    let attributes: NodeAttributes
+
+    var id: NodeID { place.node }
+    var kind: NodeKind { attributes.kind }
+    var node: Node { Node(id: id, parent: parent, attributes: attributes) }
 }
 
 /// The node operations on one connection with one set of keys, each a step inside a
-/// transaction the caller opened. Every record read is authenticated here before use.
+/// transaction the caller opened. Every record is authenticated here before anything
+/// (including its kind) is used.
 struct NodeStore {
     let db: SQLiteConnection
     let cipher: RecordCipher
 
-    private static let columns = "id, parent, kind, name, attributes"
+    private static let columns = "id, parent, kind, incarnation, attributes, name"
 
-    private func decodeRecord(_ row: [SQLValue]) throws(VaultError) -> NodeRecord {
-        guard let id = row[0].integer, let parent = row[1].integer, let kindValue = row[2].integer,
-              let name = row[3].blob, let attributes = row[4].blob else {
+    /// Authenticates a row; `expectedName` also checks the sealed name against it.
+    private func authenticate(_ row: [SQLValue], expectedName: ItemName? = nil) throws(VaultError) -> (NodeRecord, ItemName?) {
+        guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer,
+              let incarnation = row[3].blob, let sealedAttributes = row[4].blob, let sealedName = row[5].blob else {
             throw .integrityFailure("record \(row.first?.integer.map(String.init) ?? "?") (malformed row)")
         }
-        guard let kind = NodeKind(rawValue: kindValue) else {
-            throw .integrityFailure(describe(NodeID(id)) + " (unknown kind)")
+        let place = RecordPlace(node: NodeID(id), incarnation: incarnation)
+        guard let attributes = cipher.openAttributes(sealedAttributes, place), attributes.kind.rawValue == kind else {
+            throw .integrityFailure(describe(place.node))
         }
-        return NodeRecord(id: NodeID(id), parent: NodeID(parent), kind: kind, sealedName: name, sealedAttributes: attributes)
+        var name: ItemName? = nil
+        if place.node != .root {
+            name = cipher.openName(sealedName, place, parent: NodeID(parent))
+            guard name != nil, expectedName == nil || name == expectedName else {
+                throw .integrityFailure(describe(place.node))
+            }
+        }
+        return (NodeRecord(place: place, parent: NodeID(parent), attributes: attributes), name)
     }
 
     func record(_ id: NodeID) throws(VaultError) -> NodeRecord? {
         guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
             return nil
         }
-        return try decodeRecord(row)
+        return try authenticate(row).0
     }
 
     func existingRecord(_ id: NodeID) throws(VaultError) -> NodeRecord {
         guard let record = try record(id) else { throw .notFound(id == .root ? "/" : "node \(id)") }
         return record
-    }
-
-    func attributes(of record: NodeRecord) throws(VaultError) -> NodeAttributes {
-        guard let attributes = cipher.openAttributes(record.sealedAttributes, node: record.id),
-              attributes.kind == record.kind else {
-            throw .integrityFailure(describe(record.id))
-        }
-        return attributes
-    }
-
-    func node(_ record: NodeRecord) throws(VaultError) -> Node {
-        Node(id: record.id, parent: record.parent, attributes: try attributes(of: record))
     }
 
     /// The dictionary `id`, or the reason it cannot hold children.
@@ -63,26 +64,21 @@ struct NodeStore {
         let tag = cipher.tag(for: name, in: parent)
         guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND name_tag = ?",
                                    [.integer(parent.rawValue), .blob(tag)]) else { return nil }
-        let record = try decodeRecord(row)
-        guard cipher.openName(record.sealedName, node: record.id, parent: parent) == name else {
-            throw .integrityFailure(describe(parent, appending: name))
-        }
-        return record
+        return try authenticate(row, expectedName: name).0
     }
 
-    func children(of parent: NodeID) throws(VaultError) -> [(name: ItemName, record: NodeRecord)] {
+    /// A dictionary's entries. Their number must match the count sealed in the dictionary's
+    /// attributes, so a deleted or smuggled-in row shows as an integrity failure.
+    func children(of parent: NodeRecord) throws(VaultError) -> [(name: ItemName, record: NodeRecord)] {
         var result: [(name: ItemName, record: NodeRecord)] = []
-        var failure: VaultError?
-        try db.query("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.rawValue)]) {
+        try db.query("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.id.rawValue)]) {
             (row) throws(VaultError) in
-            let record = try decodeRecord(row)
-            guard let name = cipher.openName(record.sealedName, node: record.id, parent: parent) else {
-                failure = failure ?? .integrityFailure(describe(parent) + "/<entry \(record.id.rawValue)>")
-                return
-            }
-            result.append((name, record))
+            let (record, name) = try authenticate(row)
+            result.append((name!, record))
         }
-        if let failure { throw failure }
+        guard result.count == parent.attributes.size else {
+            throw .integrityFailure(describe(parent.id) + " (\(parent.attributes.size) entries recorded, \(result.count) found)")
+        }
         return result
     }
 
@@ -90,10 +86,10 @@ struct NodeStore {
         try db.row("SELECT 1 FROM nodes WHERE parent = ? AND id != parent LIMIT 1", [.integer(id.rawValue)]) != nil
     }
 
-    func content(of record: NodeRecord, attributes: NodeAttributes) throws(VaultError) -> SecureBuffer {
+    func content(of record: NodeRecord) throws(VaultError) -> SecureBuffer {
         guard let sealed = try db.row("SELECT content FROM nodes WHERE id = ?", [.integer(record.id.rawValue)])?.first?.blob,
-              let content = try cipher.openContent(sealed, node: record.id, generation: attributes.contentGeneration,
-                                                   expectedCount: attributes.size) else {
+              let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
+                                                   expectedCount: record.attributes.size) else {
             throw .integrityFailure(describe(record.id))
         }
         return content
@@ -101,66 +97,91 @@ struct NodeStore {
 
     // MARK: writes
 
-    func allocateID() throws(VaultError) -> NodeID {
-        // Ids are never reused, so an old ciphertext can never become valid for a new node.
+    private func allocatePlace() throws(VaultError) -> RecordPlace {
         guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
             throw .integrityFailure("vault header (missing)")
         }
-        return NodeID(id)
+        return RecordPlace.new(NodeID(id))
     }
 
-    func insert(id: NodeID, name: ItemName, parent: NodeID, attributes: NodeAttributes, sealedContent: [UInt8]?) throws(VaultError) {
-        try db.run("INSERT INTO nodes (id, parent, kind, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            .integer(id.rawValue), .integer(parent.rawValue), .integer(attributes.kind.rawValue),
-            .blob(cipher.tag(for: name, in: parent)), .blob(cipher.sealName(name, node: id, parent: parent)),
-            .blob(cipher.sealAttributes(attributes, node: id)), sealedContent.map(SQLValue.blob) ?? .null,
+    /// Adds an item under `parent`, whose entry count goes up by one.
+    func insertItem(named name: ItemName, in parent: NodeRecord, mode: UInt32,
+                    content: borrowing SecureBuffer) throws(VaultError) -> Node {
+        let place = try allocatePlace()
+        let sealed = try cipher.sealContent(content, place, generation: 1)
+        return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: .blob(sealed))
+    }
+
+    /// Adds an empty dictionary under `parent`, whose entry count goes up by one.
+    func insertDictionary(named name: ItemName, in parent: NodeRecord, mode: UInt32) throws(VaultError) -> Node {
+        try insertRow(try allocatePlace(), name: name, in: parent, kind: .dictionary, mode: mode, size: 0, sealedContent: .null)
+    }
+
+    private func insertRow(_ place: RecordPlace, name: ItemName, in parent: NodeRecord, kind: NodeKind, mode: UInt32,
+                           size: Int, sealedContent: SQLValue) throws(VaultError) -> Node {
+        let now = Timestamp.now()
+        let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, modified: now, changed: now,
+                                        contentGeneration: kind == .item ? 1 : 0)
+        try db.run("INSERT INTO nodes (id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            .integer(place.node.rawValue), .integer(parent.id.rawValue), .integer(kind.rawValue), .blob(place.incarnation),
+            .blob(cipher.tag(for: name, in: parent.id)), .blob(cipher.sealName(name, place, parent: parent.id)),
+            .blob(cipher.sealAttributes(attributes, place)), sealedContent,
         ])
+        try changeEntries(of: parent, by: 1, at: now)
+        return Node(id: place.node, parent: parent.id, attributes: attributes)
     }
 
-    func writeAttributes(_ attributes: NodeAttributes, of id: NodeID) throws(VaultError) {
+    func writeAttributes(_ attributes: NodeAttributes, of record: NodeRecord) throws(VaultError) {
         try db.run("UPDATE nodes SET attributes = ? WHERE id = ?",
-                   [.blob(cipher.sealAttributes(attributes, node: id)), .integer(id.rawValue)])
+                   [.blob(cipher.sealAttributes(attributes, record.place)), .integer(record.id.rawValue)])
     }
 
-    func writeContent(_ content: borrowing SecureBuffer, of id: NodeID, attributes: inout NodeAttributes,
-                      modified: Timestamp) throws(VaultError) {
+    /// Replaces an item's content; returns its new attributes.
+    func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp) throws(VaultError) -> NodeAttributes {
+        var attributes = record.attributes
         attributes.contentGeneration += 1
         attributes.size = content.count
         attributes.modified = modified
         attributes.changed = Timestamp.now()
-        let sealed = try cipher.sealContent(content, node: id, generation: attributes.contentGeneration)
+        let sealed = try cipher.sealContent(content, record.place, generation: attributes.contentGeneration)
         try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
-                   [.blob(cipher.sealAttributes(attributes, node: id)), .blob(sealed), .integer(id.rawValue)])
+                   [.blob(cipher.sealAttributes(attributes, record.place)), .blob(sealed), .integer(record.id.rawValue)])
+        return attributes
     }
 
     /// Moves a node under a new parent and name; its content is untouched.
-    func relink(_ id: NodeID, to parent: NodeID, as name: ItemName, attributes: NodeAttributes) throws(VaultError) {
+    func relink(_ record: NodeRecord, to parent: NodeID, as name: ItemName, at time: Timestamp) throws(VaultError) {
+        var attributes = record.attributes
+        attributes.changed = time
         try db.run("UPDATE nodes SET parent = ?, name_tag = ?, name = ?, attributes = ? WHERE id = ?", [
             .integer(parent.rawValue), .blob(cipher.tag(for: name, in: parent)),
-            .blob(cipher.sealName(name, node: id, parent: parent)),
-            .blob(cipher.sealAttributes(attributes, node: id)), .integer(id.rawValue),
+            .blob(cipher.sealName(name, record.place, parent: parent)),
+            .blob(cipher.sealAttributes(attributes, record.place)), .integer(record.id.rawValue),
         ])
     }
 
-    func delete(_ id: NodeID) throws(VaultError) {
-        try db.run("DELETE FROM nodes WHERE id = ?", [.integer(id.rawValue)])
+    /// Deletes a node and, for a dictionary, everything below it.
+    func delete(_ record: NodeRecord) throws(VaultError) {
+        if record.kind == .dictionary {
+            try db.run("""
+                WITH RECURSIVE subtree(id) AS (
+                    SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
+                )
+                DELETE FROM nodes WHERE id IN subtree
+                """, [.integer(record.id.rawValue)])
+        } else {
+            try db.run("DELETE FROM nodes WHERE id = ?", [.integer(record.id.rawValue)])
+        }
     }
 
-    func deleteSubtree(_ id: NodeID) throws(VaultError) {
-        try db.run("""
-            WITH RECURSIVE subtree(id) AS (
-                SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
-            )
-            DELETE FROM nodes WHERE id IN subtree
-            """, [.integer(id.rawValue)])
-    }
-
-    /// A dictionary's modification time follows changes to its entries, as on any filesystem.
-    func touch(_ id: NodeID, at time: Timestamp) throws(VaultError) {
-        var attributes = try attributes(of: try existingRecord(id))
+    /// A dictionary's entry count and modification time follow changes to its entries.
+    func changeEntries(of dictionary: NodeRecord, by delta: Int, at time: Timestamp) throws(VaultError) {
+        // Re-read: an earlier step of the same transaction may have changed it.
+        var attributes = try existingRecord(dictionary.id).attributes
+        attributes.size += delta
         attributes.modified = time
         attributes.changed = time
-        try writeAttributes(attributes, of: id)
+        try writeAttributes(attributes, of: dictionary)
     }
 
     /// Whether `ancestor` is `id` or one of its ancestors.
@@ -170,8 +191,9 @@ struct NodeStore {
         while true {
             if current == ancestor { return true }
             if current == .root { return false }
-            guard let record = try record(current) else { return false }
-            current = record.parent
+            guard let row = try db.row("SELECT parent FROM nodes WHERE id = ?", [.integer(current.rawValue)]),
+                  let parent = row[0].integer else { return false }
+            current = NodeID(parent)
             steps += 1
             if steps > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(id))") }
         }
@@ -179,21 +201,18 @@ struct NodeStore {
 
     // MARK: paths for messages
 
-    /// A readable path for `id`, as far as its ancestors decrypt; for error messages only.
+    /// A readable path for `id`, as far as its ancestors decrypt; for messages only.
     func describe(_ id: NodeID) -> String {
         var parts: [String] = []
         var current = id
         while current != .root, parts.count < 256 {
-            guard let row = try? db.row("SELECT parent, name FROM nodes WHERE id = ?", [.integer(current.rawValue)]),
-                  let parent = row[0].integer, let sealed = row[1].blob else {
+            guard let row = try? db.row("SELECT parent, incarnation, name FROM nodes WHERE id = ?", [.integer(current.rawValue)]),
+                  let parent = row[0].integer, let incarnation = row[1].blob, let sealed = row[2].blob else {
                 parts.append("<record \(current.rawValue)>")
                 break
             }
-            if let name = cipher.openName(sealed, node: current, parent: NodeID(parent)) {
-                parts.append(name.description)
-            } else {
-                parts.append("<record \(current.rawValue)>")
-            }
+            let place = RecordPlace(node: current, incarnation: incarnation)
+            parts.append(cipher.openName(sealed, place, parent: NodeID(parent))?.description ?? "<record \(current.rawValue)>")
             current = NodeID(parent)
         }
         return parts.isEmpty ? "/" : parts.reversed().joined(separator: "/")

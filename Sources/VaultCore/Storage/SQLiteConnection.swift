@@ -56,7 +56,9 @@ final class SQLiteConnection: @unchecked Sendable {
         case SQLITE_FULL: return .diskFull
         case SQLITE_NOTADB: return .notAVault(path: path, reason: "not an SQLite database")
         case SQLITE_CORRUPT: return .integrityFailure("the vault's SQLite file (\(message))")
-        case SQLITE_BUSY, SQLITE_LOCKED: return .storageFailure("the vault stayed busy (locked by another process): \(message)")
+        case SQLITE_BUSY, SQLITE_LOCKED: return .vaultInUse(path)
+        // Our own writes check for conflicts first; a violated constraint means an edited file.
+        case SQLITE_CONSTRAINT: return .integrityFailure("the vault's SQLite file (\(message))")
         default: return .storageFailure("\(message) (SQLite code \(code))")
         }
     }
@@ -164,8 +166,20 @@ final class SQLiteConnection: @unchecked Sendable {
     /// A consistent snapshot for several reads.
     func readTransaction<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try execute("BEGIN DEFERRED")
-        defer { try? execute("COMMIT") }
-        return try body()
+        let result: R
+        do {
+            result = try body()
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        return result
     }
 
     /// Changes whenever another connection commits; lets a long-lived reader notice updates.

@@ -25,6 +25,7 @@ enum VaultFormat {
             id         INTEGER PRIMARY KEY,
             parent     INTEGER NOT NULL,
             kind       INTEGER NOT NULL,
+            incarnation BLOB   NOT NULL,
             name_tag   BLOB    NOT NULL,
             name       BLOB    NOT NULL,
             attributes BLOB    NOT NULL,
