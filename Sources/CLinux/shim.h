@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <termios.h>
 #include <unistd.h>
+#include <linux/fs.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {

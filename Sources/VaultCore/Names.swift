@@ -8,7 +8,7 @@ public struct ItemName: Hashable, Sendable, CustomStringConvertible {
         let shown = String(decoding: bytes.prefix(40), as: UTF8.self)
         guard !bytes.isEmpty else { throw .invalidName("a name cannot be empty") }
         guard bytes.count <= ItemName.maximumBytes else {
-            throw .invalidName("\"\(shown)…\" is \(bytes.count) bytes; names are at most \(ItemName.maximumBytes) bytes")
+            throw .nameTooLong("\"\(shown)…\" is \(bytes.count) bytes; names are at most \(ItemName.maximumBytes) bytes")
         }
         guard !bytes.contains(0x2F) else { throw .invalidName("\"\(shown)\" contains '/'") }
         guard !bytes.contains(0) else { throw .invalidName("a name cannot contain a NUL byte") }

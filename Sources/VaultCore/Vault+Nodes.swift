@@ -33,7 +33,7 @@ extension Vault {
     /// Creates an item; fails if the name is taken.
     public func createItem(named name: ItemName, in parent: NodeID, content: borrowing SecureBuffer,
                            mode: UInt32 = 0o600) throws(VaultError) -> Node {
-        try checkSize(content.count)
+        try checkItemSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
             let dictionary = try store.dictionary(parent)
             guard try store.child(named: name, in: parent) == nil else {
@@ -56,7 +56,7 @@ extension Vault {
     /// Replaces an item's whole content in one transaction: readers see the old or the new.
     public func replaceContent(of id: NodeID, with content: borrowing SecureBuffer,
                                modified: Timestamp? = nil) throws(VaultError) -> Node {
-        try checkSize(content.count)
+        try checkItemSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }

@@ -60,7 +60,7 @@ extension Vault {
     @discardableResult
     public func store(_ content: borrowing SecureBuffer, at path: VaultPath) throws(VaultError) -> Node {
         let name = try leafName(path)
-        try checkSize(content.count)
+        try checkItemSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: true, in: store)
             if let existing = try store.child(named: name, in: parent.id) {

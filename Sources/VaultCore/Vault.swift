@@ -233,7 +233,8 @@ public final class Vault: Sendable {
         try state.withLock { (state) throws(VaultError) -> Int64 in try state.db.dataVersion() }
     }
 
-    func checkSize(_ count: Int) throws(VaultError) {
+    /// Whether an item of `count` bytes may be stored in this vault.
+    public func checkItemSize(_ count: Int) throws(VaultError) {
         guard count <= itemSizeLimit else { throw .itemTooLarge(size: count, limit: itemSizeLimit) }
     }
 }

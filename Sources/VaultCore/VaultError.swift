@@ -10,6 +10,7 @@ public enum VaultError: Error, Equatable, Sendable {
     case notADictionary(String)
     case isADictionary(String)
     case invalidName(String)
+    case nameTooLong(String)
     case itemTooLarge(size: Int, limit: Int)
     case invalidMove(String)
     case vaultInUse(String)
@@ -41,7 +42,7 @@ extension VaultError: CustomStringConvertible {
             return "\(path): not a dictionary"
         case .isADictionary(let path):
             return "\(path): is a dictionary"
-        case .invalidName(let reason):
+        case .invalidName(let reason), .nameTooLong(let reason):
             return "invalid name: \(reason)"
         case .itemTooLarge(let size, let limit):
             return "item too large: \(size) bytes exceeds this vault's limit of \(limit) bytes"

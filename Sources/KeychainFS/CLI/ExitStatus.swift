@@ -13,12 +13,14 @@ enum ExitStatus {
     static let vaultBusy: Int32 = 8
     static let unusableVault: Int32 = 9
     static let storage: Int32 = 10
+    static let mountFailure: Int32 = 11
     static let usage: Int32 = 64
 
     static let summary = """
         0 success, 1 other failure, 2 wrong passphrase, 3 integrity failure, 4 not found, \
         5 already exists, 6 not empty or wrong kind (item vs dictionary), 7 invalid name, size or argument, \
-        8 vault in use or locked, 9 no vault or not a usable vault, 10 storage error (disk full, I/O), 64 usage.
+        8 vault in use (already mounted) or locked, 9 no vault or not a usable vault, 10 storage error (disk full, I/O), \
+        11 mount or unmount failure (mountpoint, /dev/fuse), 64 usage.
         """
 
     static func code(for error: VaultError) -> Int32 {
@@ -28,7 +30,7 @@ enum ExitStatus {
         case .notFound: return notFound
         case .alreadyExists, .vaultExists: return alreadyExists
         case .notEmpty, .notADictionary, .isADictionary: return wrongKind
-        case .invalidName, .itemTooLarge, .invalidMove, .invalidArgument: return invalidInput
+        case .invalidName, .nameTooLong, .itemTooLarge, .invalidMove, .invalidArgument: return invalidInput
         case .vaultInUse, .locked: return vaultBusy
         case .vaultNotFound, .notAVault, .unknownFormatVersion: return unusableVault
         case .diskFull, .storageFailure, .secureMemoryUnavailable: return storage
@@ -36,11 +38,20 @@ enum ExitStatus {
     }
 }
 
-/// Prints one line on stderr and exits with the error's status.
+/// A failure of the command itself rather than of the vault (mountpoints, daemons).
 struct CommandFailure: Error, CustomStringConvertible {
     let message: String
     let status: Int32
     var description: String { message }
+
+    init(message: String, status: Int32) {
+        self.message = message
+        self.status = status
+    }
+
+    init(_ error: VaultError) {
+        self.init(message: error.description, status: ExitStatus.code(for: error))
+    }
 }
 
 extension ParsableCommand {
@@ -51,6 +62,15 @@ extension ParsableCommand {
         } catch {
             Terminal.printError(error.description)
             throw ExitCode(ExitStatus.code(for: error))
+        }
+    }
+
+    func reportingFailures(_ body: () throws(CommandFailure) -> Void) throws {
+        do {
+            try body()
+        } catch {
+            Terminal.printError(error.message)
+            throw ExitCode(error.status)
         }
     }
 }

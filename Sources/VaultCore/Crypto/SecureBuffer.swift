@@ -103,6 +103,13 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
         if end > count { count = end }
     }
 
+    /// Truncates (wiping the cut bytes) or extends with zeros, as ftruncate does.
+    public mutating func resize(to newCount: Int) throws(VaultError) {
+        precondition(newCount >= 0, "negative size")
+        try reserve(newCount)
+        setCount(newCount)
+    }
+
     /// Appends raw bytes.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(VaultError) {
         try write(bytes, at: count)

@@ -1,0 +1,89 @@
+import Glibc
+import VaultCore
+
+/// Going to the background without fork(): the Swift runtime may already run threads, so we
+/// re-execute ourselves as the daemon (gocryptfs does the same) in a new session, hand it the
+/// passphrase through a pipe, and return once it reports that the mount serves requests.
+enum BackgroundLaunch {
+    static func launch(_ request: MountRequest) throws(CommandFailure) {
+        let mountpoint = try Mountpoint.check(request.mountpoint)
+        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        var creating = false
+        do throws(VaultError) {
+            try Vault.checkOpenable(at: vaultPath)
+        } catch .vaultNotFound {
+            creating = true
+        } catch {
+            throw CommandFailure(error)
+        }
+        let passphrase: SecureBuffer
+        do throws(VaultError) {
+            passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase for \(vaultPath): " : "Passphrase: ",
+                                                      confirm: creating)
+        } catch {
+            throw CommandFailure(error)
+        }
+
+        let ready = try makePipe(), secret = try makePipe()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, ready.write, 3)
+        posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
+
+        let arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
+                         "--vault", vaultPath, "--kdf", request.kdf.rawValue, mountpoint]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
+        close(ready.write)
+        close(secret.read)
+        guard rc == 0 else {
+            close(ready.read)
+            close(secret.write)
+            throw CommandFailure(message: "cannot start the keychainfs daemon: \(String(cString: strerror(rc)))", status: ExitStatus.failure)
+        }
+        passphrase.withUnsafeBytes { _ = Terminal.writeAll(secret.write, $0) }
+        close(secret.write)
+
+        let report = readLine(ready.read)
+        close(ready.read)
+        if report.hasPrefix("ready ") {
+            Terminal.printInfo(String(report.dropFirst(6)))
+            return
+        }
+        if report.hasPrefix("error ") {
+            let rest = report.dropFirst(6)
+            let status = Int32(rest.prefix { $0 != " " }) ?? ExitStatus.failure
+            throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()), status: status)
+        }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: ExitStatus.mountFailure)
+    }
+
+    private static func makePipe() throws(CommandFailure) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw CommandFailure(message: "cannot create a pipe", status: ExitStatus.failure) }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        return (fds[0], fds[1])
+    }
+
+    /// Reads until newline or end of file; the daemon closes its end after one line.
+    private static func readLine(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,98 @@
+import Glibc
+import VaultCore
+
+/// What a mount needs, gathered by the command line.
+struct MountRequest {
+    let vault: VaultOptions
+    let mountpoint: String
+    let kdf: KDFPreset
+}
+
+/// The serving process: opens (or creates) the vault, claims it, mounts, serves, and on the way
+/// out wipes every buffer and key, whatever ended the loop.
+enum MountDaemon {
+    /// Tells whoever started us that the mount is up, or why it is not: the launcher through a
+    /// pipe (`--ready-fd`), or the terminal in foreground mode.
+    struct ReadyChannel: Sendable {
+        let fd: Int32?
+
+        func ready(_ message: String) {
+            guard let fd else { return Terminal.printInfo(message) }
+            Terminal.writeAll(fd, "ready " + message + "\n")
+            close(fd)
+        }
+
+        func fail(_ failure: CommandFailure) {
+            guard let fd else { return Terminal.printError(failure.message) }
+            Terminal.writeAll(fd, "error \(failure.status) " + failure.message.replacingOccurrences(of: "\n", with: " ") + "\n")
+            close(fd)
+        }
+    }
+
+    static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
+        let channel = ReadyChannel(fd: readyFD)
+        // Launched in the background: leave the launcher's session and terminal behind.
+        if readyFD != nil { _ = setsid() }
+        do throws(CommandFailure) {
+            try serve(request, passphraseFD: passphraseFD, channel: channel)
+            exit(0)
+        } catch {
+            channel.fail(error)
+            exit(error.status)
+        }
+    }
+
+    private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {
+        let mountpoint = try Mountpoint.check(request.mountpoint)
+        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        var creating = false
+        do throws(VaultError) {
+            try Vault.checkOpenable(at: vaultPath)
+        } catch .vaultNotFound {
+            creating = true
+        } catch {
+            throw CommandFailure(error)
+        }
+        let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
+        let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
+        let fileSystem = FileSystem(vault: vault) {
+            RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
+            channel.ready(announcement)
+        }
+        defer {
+            fileSystem.forgetEverything()
+            RuntimeState.remove(mountpoint: mountpoint)
+            withExtendedLifetime(claim) {}
+        }
+        do throws(FUSESession.MountFailure) {
+            try FUSESession.serve(fileSystem, at: mountpoint)
+        } catch {
+            throw CommandFailure(message: error.message, status: ExitStatus.mountFailure)
+        }
+    }
+
+    /// The vault, unlocked and claimed for this mount. The passphrase is wiped on return.
+    private static func openClaimed(_ path: String, creating: Bool, request: MountRequest,
+                                    passphraseFD: Int32?) throws(CommandFailure) -> (Vault, ExclusiveUse) {
+        do throws(VaultError) {
+            // Claim first when the vault exists, so a second mount fails before the slow KDF.
+            var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path)
+            let passphrase: SecureBuffer
+            if let passphraseFD {
+                passphrase = try SecretInput.passphrase(file: "/proc/self/fd/\(passphraseFD)", command: nil, prompt: "", confirm: false)
+                close(passphraseFD)
+            } else {
+                passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase: " : "Passphrase: ", confirm: creating)
+            }
+            let vault = creating
+                ? try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
+                : try Vault.open(at: path, passphrase: passphrase)
+            if claim == nil { claim = try ExclusiveUse(of: path) }
+            return (vault, claim!)
+        } catch .vaultInUse(let path) {
+            throw CommandFailure(message: "\(path): this vault is already mounted", status: ExitStatus.vaultBusy)
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import CSodium
+import Glibc
+
+/// Per-user runtime files of live mounts (`$XDG_RUNTIME_DIR/keychainfs`, `/run/keychainfs`
+/// for root), in a 0700 directory: which daemon serves which mountpoint.
+enum RuntimeState {
+    static var directory: String {
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
+            return runtime + "/keychainfs"
+        }
+        return getuid() == 0 ? "/run/keychainfs" : "/tmp/keychainfs-\(getuid())"
+    }
+
+    struct MountRecord {
+        let pid: pid_t
+        let mountpoint: String
+        let vault: String
+    }
+
+    /// A stable file name for a mountpoint.
+    private static func recordPath(for mountpoint: String) -> String {
+        var digest = [UInt8](repeating: 0, count: 12)
+        let bytes = Array(mountpoint.utf8)
+        crypto_generichash(&digest, digest.count, bytes, UInt64(bytes.count), nil, 0)
+        return directory + "/mount-" + digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
+    static func write(_ record: MountRecord) {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return }
+        let path = recordPath(for: record.mountpoint)
+        let fd = open(path + ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        Terminal.writeAll(fd, "\(record.pid)\n\(record.mountpoint)\n\(record.vault)\n")
+        close(fd)
+        Glibc.rename(path + ".tmp", path)
+    }
+
+    static func read(mountpoint: String) -> MountRecord? {
+        let fd = open(recordPath(for: mountpoint), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let n = Glibc.read(fd, &bytes, bytes.count)
+        guard n > 0 else { return nil }
+        let lines = String(decoding: bytes[..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 3, let pid = pid_t(lines[0]) else { return nil }
+        return MountRecord(pid: pid, mountpoint: String(lines[1]), vault: String(lines[2]))
+    }
+
+    static func remove(mountpoint: String) {
+        unlink(recordPath(for: mountpoint))
+    }
+}
+
+/// Mount table queries (/proc/self/mountinfo), with its octal escapes undone.
+enum MountTable {
+    struct Entry {
+        let mountpoint: String
+        let fsType: String
+    }
+
+    static func entries() -> [Entry] {
+        guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
+        defer { fclose(file) }
+        var result: [Entry] = []
+        var line: UnsafeMutablePointer<CChar>? = nil
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0 {
+            let fields = String(cString: line!).split(separator: " ")
+            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 1, fields.count > 4 else { continue }
+            result.append(Entry(mountpoint: unescape(String(fields[4])), fsType: String(fields[dash + 1])))
+        }
+        return result
+    }
+
+    static func isKeychainFSMount(_ path: String) -> Bool {
+        entries().contains { $0.mountpoint == path && $0.fsType == "fuse.keychainfs" }
+    }
+
+    static func isMountpoint(_ path: String) -> Bool {
+        entries().contains { $0.mountpoint == path }
+    }
+
+    private static func unescape(_ text: String) -> String {
+        var out: [UInt8] = []
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == 0x5C, i + 3 < bytes.count, let value = UInt8(String(decoding: bytes[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
+                out.append(value)
+                i += 4
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

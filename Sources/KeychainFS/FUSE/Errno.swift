@@ -1,0 +1,29 @@
+import Glibc
+import VaultCore
+
+extension VaultError {
+    /// The one table from vault errors to the errno a filesystem call returns.
+    var errno: Int32 {
+        switch self {
+        case .wrongPassphrase, .locked: return EACCES
+        case .integrityFailure: return EIO
+        case .notFound: return ENOENT
+        case .alreadyExists: return EEXIST
+        case .notEmpty: return ENOTEMPTY
+        case .notADictionary: return ENOTDIR
+        case .isADictionary: return EISDIR
+        case .invalidName, .invalidMove, .invalidArgument: return EINVAL
+        case .nameTooLong: return ENAMETOOLONG
+        case .itemTooLarge: return EFBIG
+        case .vaultInUse: return EBUSY
+        case .diskFull: return ENOSPC
+        case .secureMemoryUnavailable: return ENOMEM
+        case .storageFailure, .vaultNotFound, .vaultExists, .notAVault, .unknownFormatVersion: return EIO
+        }
+    }
+}
+
+/// A failure a filesystem call reports that is not the vault's (permissions, unsupported calls).
+struct FilesystemError: Error {
+    let errno: Int32
+}

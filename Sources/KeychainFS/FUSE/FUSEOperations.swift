@@ -1,0 +1,267 @@
+import CFuse
+import CLinux
+import CSodium
+import Glibc
+import VaultCore
+
+/// The table of low-level operations handed to libfuse, in the manner of libfuse's
+/// passthrough_hp: each entry unpacks the request, calls FileSystem, and replies. The
+/// functions capture nothing; the FileSystem comes from the session's userdata.
+enum FUSEOperations {
+    static func table() -> fuse_lowlevel_ops {
+        var ops = fuse_lowlevel_ops()
+        ops.`init` = { userdata, conn in FUSEOperations.initialize(userdata, conn) }
+        ops.lookup = { req, parent, name in FUSEOperations.lookup(req, parent, name) }
+        ops.forget = { req, _, _ in fuse_reply_none(req) }
+        ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
+        ops.getattr = { req, ino, _ in FUSEOperations.getattr(req, ino) }
+        ops.setattr = { req, ino, attr, toSet, fi in FUSEOperations.setattr(req, ino, attr, toSet, fi) }
+        ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.symlink = { req, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.link = { req, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.mkdir = { req, parent, name, mode in FUSEOperations.mkdir(req, parent, name, mode) }
+        ops.unlink = { req, parent, name in FUSEOperations.unlink(req, parent, name) }
+        ops.rmdir = { req, parent, name in FUSEOperations.rmdir(req, parent, name) }
+        ops.rename = { req, parent, name, newParent, newName, flags in
+            FUSEOperations.rename(req, parent, name, newParent, newName, flags)
+        }
+        ops.open = { req, ino, fi in FUSEOperations.open(req, ino, fi) }
+        ops.create = { req, parent, name, mode, fi in FUSEOperations.create(req, parent, name, mode, fi) }
+        ops.read = { req, _, size, offset, fi in FUSEOperations.read(req, size, offset, fi) }
+        ops.write = { req, _, buf, size, offset, fi in FUSEOperations.write(req, buf, size, offset, fi) }
+        ops.flush = { req, _, fi in FUSEOperations.flush(req, fi) }
+        ops.fsync = { req, _, _, fi in FUSEOperations.flush(req, fi) }
+        ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
+        ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
+        ops.readdir = { req, _, size, offset, fi in FUSEOperations.readdir(req, size, offset, fi) }
+        ops.releasedir = { req, _, fi in FUSEOperations.releasedir(req, fi) }
+        ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
+        ops.statfs = { req, _ in FUSEOperations.statfs(req) }
+        ops.access = { req, ino, mask in FUSEOperations.access(req, ino, mask) }
+        return ops
+    }
+
+    // MARK: plumbing
+
+    private static func fileSystem(_ req: fuse_req_t?) -> FileSystem {
+        Unmanaged<FileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+    }
+
+    /// Runs `body`, replying with the errno of whatever it throws.
+    private static func replying(_ req: fuse_req_t?, _ body: (FileSystem) throws(VaultError) -> Void) {
+        do throws(VaultError) {
+            try body(fileSystem(req))
+        } catch {
+            fuse_reply_err(req, error.errno)
+        }
+    }
+
+    /// A name from the kernel, validated by the vault's rules.
+    private static func name(_ raw: UnsafePointer<CChar>?) throws(VaultError) -> ItemName {
+        guard let raw else { throw .invalidName("missing name") }
+        let count = strlen(raw)
+        return try ItemName(bytes: UnsafeRawBufferPointer(start: raw, count: count))
+    }
+
+    private static func entry(_ st: stat) -> fuse_entry_param {
+        var entry = fuse_entry_param()
+        entry.ino = fuse_ino_t(st.st_ino)
+        entry.attr = st
+        entry.attr_timeout = FileSystem.cacheSeconds
+        entry.entry_timeout = FileSystem.cacheSeconds
+        return entry
+    }
+
+    // MARK: operations
+
+    static func initialize(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutablePointer<fuse_conn_info>?) {
+        guard let conn else { return }
+        // Splice would move request data through pipes and unwiped heap copies inside libfuse.
+        conn.pointee.want &= ~UInt32(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE)
+        let fs = Unmanaged<FileSystem>.fromOpaque(userdata!).takeUnretainedValue()
+        fs.sessionDidStart()
+    }
+
+    static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
+        replying(req) { (fs) throws(VaultError) in
+            var e = entry(try fs.lookup(UInt64(parent), try name(rawName)))
+            fuse_reply_entry(req, &e)
+        }
+    }
+
+    static func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
+        replying(req) { (fs) throws(VaultError) in
+            var st = try fs.attributes(UInt64(ino))
+            fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
+        }
+    }
+
+    static func setattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
+                        _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            guard let attr else { throw .invalidArgument("no attributes") }
+            let mode = toSet & FUSE_SET_ATTR_MODE != 0 ? attr.pointee.st_mode : nil
+            let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int(attr.pointee.st_size) : nil
+            var modified: Timestamp? = nil
+            if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
+                modified = .now()
+            } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
+                modified = Timestamp(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: UInt32(attr.pointee.st_mtim.tv_nsec))
+            }
+            if size != nil && size! < 0 { throw .invalidArgument("negative size") }
+            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified)
+            fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
+        }
+    }
+
+    static func mkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t) {
+        replying(req) { (fs) throws(VaultError) in
+            var e = entry(try fs.makeDirectory(UInt64(parent), try name(rawName), mode: mode))
+            fuse_reply_entry(req, &e)
+        }
+    }
+
+    static func unlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
+        replying(req) { (fs) throws(VaultError) in
+            try fs.unlink(UInt64(parent), try name(rawName))
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func rmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
+        replying(req) { (fs) throws(VaultError) in
+            try fs.removeDirectory(UInt64(parent), try name(rawName))
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func rename(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?,
+                       _ newParent: fuse_ino_t, _ rawNewName: UnsafePointer<CChar>?, _ flags: UInt32) {
+        // RENAME_EXCHANGE and RENAME_WHITEOUT are not supported; RENAME_NOREPLACE is.
+        guard flags & ~UInt32(RENAME_NOREPLACE) == 0 else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        replying(req) { (fs) throws(VaultError) in
+            try fs.rename(UInt64(parent), try name(rawName), to: UInt64(newParent), try name(rawNewName),
+                          noReplace: flags & UInt32(RENAME_NOREPLACE) != 0)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func open(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            guard let fi else { throw .invalidArgument("no file info") }
+            fi.pointee.fh = try fs.open(UInt64(ino), flags: fi.pointee.flags)
+            // Direct I/O: plaintext never enters the kernel's page cache.
+            fi.pointee.direct_io = 1
+            fi.pointee.keep_cache = 0
+            fuse_reply_open(req, fi)
+        }
+    }
+
+    static func create(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t,
+                       _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            guard let fi else { throw .invalidArgument("no file info") }
+            let (st, handle) = try fs.create(UInt64(parent), try name(rawName), mode: mode, flags: fi.pointee.flags)
+            fi.pointee.fh = handle
+            fi.pointee.direct_io = 1
+            fi.pointee.keep_cache = 0
+            var e = entry(st)
+            fuse_reply_create(req, &e, fi)
+        }
+    }
+
+    static func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        let fs = fileSystem(req)
+        do throws(FilesystemError) {
+            try fs.read(fi!.pointee.fh, offset: Int(offset), size: size) { bytes in
+                // Sent with writev straight from the locked buffer; libfuse makes no copy.
+                fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+            }
+        } catch {
+            fuse_reply_err(req, error.errno)
+        }
+    }
+
+    static func write(_ req: fuse_req_t?, _ buf: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
+                      _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            let written = try fs.write(fi!.pointee.fh, UnsafeRawBufferPointer(start: buf, count: size), offset: Int(offset))
+            fuse_reply_write(req, written)
+        }
+        // The data sits in libfuse's receive buffer; the session loop wipes the whole buffer
+        // after every request, this included.
+    }
+
+    static func flush(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            try fs.flush(fi!.pointee.fh)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func release(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            try fs.release(fi!.pointee.fh)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs) throws(VaultError) in
+            fi!.pointee.fh = try fs.openDirectory(UInt64(ino))
+            fuse_reply_open(req, fi)
+        }
+    }
+
+    static func readdir(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        let fs = fileSystem(req)
+        let entries = fs.directoryEntries(fi!.pointee.fh, from: Int(offset))
+        // Names are decrypted data too: pack them in locked memory, wiped after the reply.
+        guard var packed = try? SecureBuffer(capacity: size) else {
+            fuse_reply_err(req, ENOMEM)
+            return
+        }
+        var index = Int(offset)
+        packed.withUnsafeMutableStorage { storage in
+            var used = 0
+            for entry in entries {
+                var st = stat()
+                st.st_ino = ino_t(entry.inode)
+                st.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
+                index += 1
+                let needed = entry.name.withUnsafeBufferPointer { nameBytes -> Int in
+                    var cName = [CChar](repeating: 0, count: nameBytes.count + 1)
+                    for (i, byte) in nameBytes.enumerated() { cName[i] = CChar(bitPattern: byte) }
+                    return fuse_add_direntry(req, storage.baseAddress!.assumingMemoryBound(to: CChar.self) + used,
+                                             storage.count - used, cName, &st, off_t(index))
+                }
+                if needed > storage.count - used { break }
+                used += needed
+            }
+            return used
+        }
+        packed.withUnsafeBytes { bytes in
+            fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+    }
+
+    static func releasedir(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        fileSystem(req).releaseDirectory(fi!.pointee.fh)
+        fuse_reply_err(req, 0)
+    }
+
+    static func statfs(_ req: fuse_req_t?) {
+        var st = fileSystem(req).statfs()
+        fuse_reply_statfs(req, &st)
+    }
+
+    static func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
+        replying(req) { (fs) throws(VaultError) in
+            let uid = fuse_req_ctx(req)?.pointee.uid ?? getuid()
+            fuse_reply_err(req, try fs.access(UInt64(ino), mask: mask, uid: uid) ? 0 : EACCES)
+        }
+    }
+}

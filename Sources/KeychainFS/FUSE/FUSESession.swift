@@ -1,0 +1,56 @@
+import CFuse
+import CSodium
+import Glibc
+
+/// Mounts a FileSystem with libfuse's low-level API and serves it on this thread until it is
+/// unmounted or the process is signalled (libfuse's SIGINT/SIGTERM/SIGHUP handlers end the loop).
+enum FUSESession {
+    struct MountFailure: Error {
+        let message: String
+    }
+
+    static func serve(_ fileSystem: FileSystem, at mountpoint: String) throws(MountFailure) {
+        var ops = FUSEOperations.table()
+        // Only the mounting user can reach the mount (no allow_other); the kernel checks modes.
+        let arguments = ["keychainfs", "-o", "fsname=keychainfs,subtype=keychainfs,default_permissions"]
+        // libfuse may keep or free these strings; they live for the whole process anyway.
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        var args = cfuse_args_init(Int32(argv.count), &argv)
+        defer { fuse_opt_free_args(&args) }
+
+        let userdata = Unmanaged.passRetained(fileSystem).toOpaque()
+        defer { Unmanaged<FileSystem>.fromOpaque(userdata).release() }
+        guard let session = cfuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, userdata) else {
+            throw MountFailure(message: "cannot start a FUSE session")
+        }
+        defer { fuse_session_destroy(session) }
+        guard fuse_set_signal_handlers(session) == 0 else {
+            throw MountFailure(message: "cannot install signal handlers")
+        }
+        defer { fuse_remove_signal_handlers(session) }
+        guard fuse_session_mount(session, mountpoint) == 0 else {
+            throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
+        }
+        defer { fuse_session_unmount(session) }
+        runLoop(session)
+    }
+
+    /// Our own loop over receive/process so that every request buffer is wiped once served:
+    /// a write's payload and new names arrive in it as plaintext.
+    private static func runLoop(_ session: OpaquePointer) {
+        var buffer = fuse_buf()
+        var largest = 0
+        while fuse_session_exited(session) == 0 {
+            let received = fuse_session_receive_buf(session, &buffer)
+            if received == -EINTR { continue }
+            if received <= 0 { break }
+            largest = max(largest, Int(received))
+            fuse_session_process_buf(session, &buffer)
+            if let memory = buffer.mem { sodium_memzero(memory, Int(received)) }
+        }
+        if let memory = buffer.mem {
+            sodium_memzero(memory, largest)
+            free(memory)
+        }
+    }
+}

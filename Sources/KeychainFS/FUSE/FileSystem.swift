@@ -1,0 +1,316 @@
+import Glibc
+import Synchronization
+import VaultCore
+
+/// POSIX semantics on top of the vault: inode numbers are node ids, open items are shared
+/// locked buffers, and every store is one durable vault transaction. Knows nothing of libfuse's
+/// structs beyond `stat`; the operation table (FUSEOperations) marshals to and from C.
+final class FileSystem: Sendable {
+    let vault: Vault
+    let ownerUID: uid_t
+    let ownerGID: gid_t
+    /// How long the kernel may cache names and attributes; short, so changes made through the
+    /// CLI while mounted show within a second.
+    static let cacheSeconds = 0.5
+
+    private let state = Mutex(State())
+    /// Called once, when the kernel's INIT has been answered and requests are being served.
+    private let onStart: Mutex<(@Sendable () -> Void)?>
+
+    private struct State {
+        var openItems: [NodeID: OpenItem] = [:]
+        var files: [UInt64: OpenFile] = [:]
+        var directories: [UInt64: DirectoryListing] = [:]
+        var nextHandle: UInt64 = 1
+
+        mutating func newHandle() -> UInt64 {
+            defer { nextHandle += 1 }
+            return nextHandle
+        }
+    }
+
+    init(vault: Vault, onStart: @escaping @Sendable () -> Void) {
+        self.vault = vault
+        self.onStart = Mutex(onStart)
+        ownerUID = getuid()
+        ownerGID = getgid()
+    }
+
+    func sessionDidStart() {
+        let callback = onStart.withLock { callback in
+            defer { callback = nil }
+            return callback
+        }
+        callback?()
+    }
+
+    // MARK: attributes
+
+    func stat(of node: Node, openItem: OpenItem? = nil) -> stat {
+        var st = Glibc.stat()
+        st.st_ino = ino_t(node.id.rawValue)
+        let permissions = mode_t(node.attributes.mode & 0o7777)
+        var size = node.attributes.size
+        var modified = node.attributes.modified
+        if let openItem, openItem.dirty {
+            size = openItem.content.count
+            modified = openItem.modified
+        }
+        switch node.kind {
+        case .dictionary:
+            st.st_mode = S_IFDIR | permissions
+            st.st_nlink = 2
+            st.st_size = 4096
+        case .item:
+            st.st_mode = S_IFREG | permissions
+            st.st_nlink = 1
+            st.st_size = off_t(size)
+        }
+        st.st_uid = ownerUID
+        st.st_gid = ownerGID
+        st.st_blksize = 4096
+        st.st_blocks = blkcnt_t((st.st_size + 511) / 512)
+        st.st_mtim = timespec(tv_sec: Int(modified.seconds), tv_nsec: Int(modified.nanoseconds))
+        st.st_atim = st.st_mtim
+        st.st_ctim = timespec(tv_sec: Int(node.attributes.changed.seconds), tv_nsec: Int(node.attributes.changed.nanoseconds))
+        return st
+    }
+
+    private func currentStat(_ id: NodeID, _ state: borrowing State) throws(VaultError) -> Glibc.stat {
+        stat(of: try vault.node(id), openItem: state.openItems[id])
+    }
+
+    func attributes(_ inode: UInt64) throws(VaultError) -> Glibc.stat {
+        try state.withLock { (state) throws(VaultError) in try currentStat(NodeID(Int64(inode)), state) }
+    }
+
+    func lookup(_ parent: UInt64, _ name: ItemName) throws(VaultError) -> Glibc.stat {
+        try state.withLock { (state) throws(VaultError) in
+            let node = try vault.lookup(name, in: NodeID(Int64(parent)))
+            return stat(of: node, openItem: state.openItems[node.id])
+        }
+    }
+
+    /// chmod, utimens, truncate / ftruncate, chown (accepted, not stored: the mounting user owns everything).
+    func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?) throws(VaultError) -> Glibc.stat {
+        try state.withLock { (state) throws(VaultError) in
+            let id = NodeID(Int64(inode))
+            if let size {
+                let node = try vault.node(id)
+                guard node.kind == .item else { throw .isADictionary("\(id)") }
+                try vault.checkItemSize(size)
+                if let item = state.openItems[id] {
+                    try resize(item, to: size)
+                    try commit(item)
+                } else {
+                    var content = try vault.content(of: id)
+                    try content.resize(to: size)
+                    _ = try vault.replaceContent(of: id, with: content)
+                }
+            }
+            if mode != nil || modified != nil {
+                let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified)
+                if let modified, let item = state.openItems[id] { item.modified = modified }
+                return stat(of: node, openItem: state.openItems[id])
+            }
+            return try currentStat(id, state)
+        }
+    }
+
+    // MARK: directories
+
+    func makeDirectory(_ parent: UInt64, _ name: ItemName, mode: mode_t) throws(VaultError) -> Glibc.stat {
+        // New dictionaries are private: group and other bits are dropped.
+        stat(of: try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o700))
+    }
+
+    func removeDirectory(_ parent: UInt64, _ name: ItemName) throws(VaultError) {
+        try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
+    }
+
+    func unlink(_ parent: UInt64, _ name: ItemName) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            let node = try vault.lookup(name, in: NodeID(Int64(parent)))
+            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
+            if let item = state.openItems[node.id] { item.unlinked = true }
+        }
+    }
+
+    func rename(_ parent: UInt64, _ name: ItemName, to newParent: UInt64, _ newName: ItemName, noReplace: Bool) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            let replaced = try? vault.lookup(newName, in: NodeID(Int64(newParent)))
+            // An open item's pending writes go in before it moves, so the move carries them.
+            let moving = try vault.lookup(name, in: NodeID(Int64(parent)))
+            if let item = state.openItems[moving.id] { try commit(item) }
+            try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)), replacing: !noReplace)
+            if let replaced, replaced.id != moving.id, let item = state.openItems[replaced.id] { item.unlinked = true }
+        }
+    }
+
+    func openDirectory(_ inode: UInt64) throws(VaultError) -> UInt64 {
+        let id = NodeID(Int64(inode))
+        let node = try vault.node(id)
+        var entries = [
+            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: UInt64(node.parent == NodeID(0) ? inode : UInt64(node.parent.rawValue)), isDictionary: true),
+        ]
+        for entry in try vault.entries(of: id) {
+            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
+                                                  isDictionary: entry.node.kind == .dictionary))
+        }
+        return state.withLock { state in
+            let handle = state.newHandle()
+            state.directories[handle] = DirectoryListing(entries: entries)
+            return handle
+        }
+    }
+
+    func directoryEntries(_ handle: UInt64, from offset: Int) -> ArraySlice<DirectoryListing.Entry> {
+        state.withLock { state in
+            guard let listing = state.directories[handle], offset >= 0, offset < listing.entries.count else { return [] }
+            return listing.entries[offset...]
+        }
+    }
+
+    func releaseDirectory(_ handle: UInt64) {
+        _ = state.withLock { $0.directories.removeValue(forKey: handle) }
+    }
+
+    // MARK: files
+
+    /// open(2) and create(2): returns the handle; `O_TRUNC` empties the item (committed at close).
+    func open(_ inode: UInt64, flags: Int32) throws(VaultError) -> UInt64 {
+        try state.withLock { (state) throws(VaultError) in
+            try openLocked(NodeID(Int64(inode)), flags: flags, &state)
+        }
+    }
+
+    func create(_ parent: UInt64, _ name: ItemName, mode: mode_t, flags: Int32) throws(VaultError) -> (Glibc.stat, UInt64) {
+        try state.withLock { (state) throws(VaultError) in
+            let empty = try SecureBuffer(capacity: 0)
+            // New items are private: group and other bits are dropped.
+            let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: empty, mode: UInt32(mode) & 0o700)
+            let handle = try openLocked(node.id, flags: flags & ~O_TRUNC, &state)
+            return (stat(of: node, openItem: state.openItems[node.id]), handle)
+        }
+    }
+
+    private func openLocked(_ id: NodeID, flags: Int32, _ state: inout State) throws(VaultError) -> UInt64 {
+        let item: OpenItem
+        if let existing = state.openItems[id] {
+            item = existing
+            if !item.dirty {
+                // Pick up changes made outside this mount (the CLI) since it was opened.
+                let node = try vault.node(id)
+                item.content = try vault.content(of: id)
+                item.modified = node.attributes.modified
+            }
+        } else {
+            let node = try vault.node(id)
+            guard node.kind == .item else { throw .isADictionary("\(id)") }
+            item = OpenItem(node: node, content: try vault.content(of: id))
+            state.openItems[id] = item
+        }
+        let access = flags & O_ACCMODE
+        if flags & O_TRUNC != 0 && access != O_RDONLY {
+            try resize(item, to: 0)
+        }
+        item.handles += 1
+        let handle = state.newHandle()
+        state.files[handle] = OpenFile(item: item, append: flags & O_APPEND != 0, writable: access != O_RDONLY)
+        return handle
+    }
+
+    /// Hands the requested range of plaintext to `reply` straight from locked memory.
+    func read(_ handle: UInt64, offset: Int, size: Int, reply: (UnsafeRawBufferPointer) -> Void) throws(FilesystemError) {
+        try state.withLock { (state) throws(FilesystemError) in
+            guard let file = state.files[handle] else { throw FilesystemError(errno: EBADF) }
+            file.item.content.withUnsafeBytes { bytes in
+                let start = min(max(offset, 0), bytes.count)
+                let end = min(start + size, bytes.count)
+                reply(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            }
+        }
+    }
+
+    /// Copies written bytes into the open item; nothing reaches the vault until flush.
+    func write(_ handle: UInt64, _ bytes: UnsafeRawBufferPointer, offset: Int) throws(VaultError) -> Int {
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
+            let item = file.item
+            let start = file.append ? item.content.count : offset
+            let end = start + bytes.count
+            try vault.checkItemSize(end)
+            try item.content.write(bytes, at: start)
+            item.dirty = true
+            item.modified = .now()
+            return bytes.count
+        }
+    }
+
+    private func resize(_ item: OpenItem, to size: Int) throws(VaultError) {
+        try vault.checkItemSize(size)
+        try item.content.resize(to: size)
+        item.dirty = true
+        item.modified = .now()
+    }
+
+    /// Stores a dirty item in one durable transaction; on failure it stays dirty and the
+    /// vault keeps the previous content.
+    private func commit(_ item: OpenItem) throws(VaultError) {
+        guard item.dirty, !item.unlinked else { return }
+        do throws(VaultError) {
+            _ = try vault.replaceContent(of: item.id, with: item.content, modified: item.modified)
+            item.dirty = false
+        } catch .notFound {
+            item.unlinked = true  // removed behind our back (the CLI): nothing to store into
+        }
+    }
+
+    /// flush (every close) and fsync.
+    func flush(_ handle: UInt64) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.files[handle] else { return }
+            try commit(file.item)
+        }
+    }
+
+    /// The last close of a descriptor: commit what is left, wipe the buffer with the last handle.
+    func release(_ handle: UInt64) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.files.removeValue(forKey: handle) else { return }
+            let item = file.item
+            item.handles -= 1
+            defer {
+                if item.handles == 0 { state.openItems.removeValue(forKey: item.id) }
+            }
+            try commit(item)
+        }
+    }
+
+    func statfs() -> statvfs {
+        var st = statvfs()
+        let directory = vault.path.contains("/") ? String(vault.path[..<vault.path.lastIndex(of: "/")!]) : "."
+        _ = statvfs(directory.isEmpty ? "/" : directory, &st)
+        st.f_namemax = UInt(ItemName.maximumBytes)
+        return st
+    }
+
+    /// access(2) against the stored mode, for callers that ask before acting.
+    func access(_ inode: UInt64, mask: Int32, uid: uid_t) throws(VaultError) -> Bool {
+        let node = try vault.node(NodeID(Int64(inode)))
+        if mask == F_OK || uid == 0 { return mask & X_OK == 0 || node.kind == .dictionary || node.attributes.mode & 0o111 != 0 }
+        let owner = (node.attributes.mode >> 6) & 7
+        return UInt32(mask) & ~owner == 0
+    }
+
+    /// Wipes every open item's plaintext (unmount, or the end of the session loop).
+    func forgetEverything() {
+        state.withLock { state in
+            state.files.removeAll()
+            state.directories.removeAll()
+            state.openItems.removeAll()
+        }
+        vault.lock()
+    }
+}
