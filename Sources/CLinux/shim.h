@@ -6,6 +6,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include <linux/fs.h>
+#include <sys/syscall.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {
@@ -13,5 +14,11 @@ static inline int clinux_set_dumpable(int dumpable) {
 }
 static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+/* glibc declares renameat2 only under _GNU_SOURCE; the raw syscall needs variadic syscall(). */
+static inline int clinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                                   unsigned int flags) {
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
 }
 #endif

@@ -31,8 +31,12 @@ enum MountDaemon {
 
     static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
         let channel = ReadyChannel(fd: readyFD)
-        // Launched in the background: leave the launcher's session and terminal behind.
-        if readyFD != nil { _ = setsid() }
+        // Launched in the background: leave the launcher's session and terminal behind, and
+        // every descriptor it did not mean to pass (a parent waiting on one would never see us exit).
+        if let readyFD {
+            _ = setsid()
+            closeInheritedDescriptors(keeping: [0, 1, 2, readyFD] + (passphraseFD.map { [$0] } ?? []))
+        }
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
             exit(0)
@@ -40,6 +44,18 @@ enum MountDaemon {
             channel.fail(error)
             exit(error.status)
         }
+    }
+
+    private static func closeInheritedDescriptors(keeping kept: [Int32]) {
+        guard let dir = opendir("/proc/self/fd") else { return }
+        var open: [Int32] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+            if let fd = Int32(name) { open.append(fd) }
+        }
+        let listing = dirfd(dir)
+        closedir(dir)
+        for fd in open where fd != listing && !kept.contains(fd) { close(fd) }
     }
 
     private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {

@@ -240,7 +240,12 @@ final class FileSystem: Sendable {
             let item = file.item
             let start = file.append ? item.content.count : offset
             let end = start + bytes.count
-            try vault.checkItemSize(end)
+            do throws(VaultError) {
+                try vault.checkItemSize(end)
+            } catch {
+                item.rejected = error
+                throw error
+            }
             try item.content.write(bytes, at: start)
             item.dirty = true
             item.modified = .now()
@@ -258,6 +263,12 @@ final class FileSystem: Sendable {
     /// Stores a dirty item in one durable transaction; on failure it stays dirty and the
     /// vault keeps the previous content.
     private func commit(_ item: OpenItem) throws(VaultError) {
+        if let rejection = item.rejected {
+            item.rejected = nil
+            item.dirty = false
+            if !item.unlinked, let stored = try? vault.content(of: item.id) { item.content = stored }
+            throw rejection
+        }
         guard item.dirty, !item.unlinked else { return }
         do throws(VaultError) {
             _ = try vault.replaceContent(of: item.id, with: item.content, modified: item.modified)

@@ -12,6 +12,9 @@ final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's 
     var handles = 0
     /// The item was unlinked while open: its content is kept for the open handles and never committed.
     var unlinked = false
+    /// A write went past the item limit: the pending changes are dropped at the next flush,
+    /// which reports the error, so nothing of the oversized write is stored.
+    var rejected: VaultError?
 
     init(node: Node, content: consuming SecureBuffer) {
         id = node.id
