@@ -111,7 +111,9 @@ enum Status {
     static let exists: Int32 = 5
     static let wrongKind: Int32 = 6
     static let invalid: Int32 = 7
+    static let busy: Int32 = 8
     static let unusable: Int32 = 9
     static let storage: Int32 = 10
+    static let mountFailure: Int32 = 11
     static let usage: Int32 = 64
 }

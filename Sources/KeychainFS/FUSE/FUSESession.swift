@@ -24,6 +24,15 @@ enum FUSESession {
             throw MountFailure(message: "cannot start a FUSE session")
         }
         defer { fuse_session_destroy(session) }
+        // libfuse only takes over signals still at their default; a daemon started from a
+        // script's background job inherits SIGINT ignored, and a parent may have blocked some.
+        var endingSignals = sigset_t()
+        sigemptyset(&endingSignals)
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            Glibc.signal(signal, SIG_DFL)
+            sigaddset(&endingSignals, signal)
+        }
+        sigprocmask(SIG_UNBLOCK, &endingSignals, nil)
         guard fuse_set_signal_handlers(session) == 0 else {
             throw MountFailure(message: "cannot install signal handlers")
         }
