@@ -1,0 +1,45 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
+@Suite struct ReadmeTests {
+    @Test func theUsedByLinesWorkAsWritten() throws {
+        let home = NSTemporaryDirectory() + "keychainfs-home-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: home + "/secrets", withIntermediateDirectories: true)
+        let session = "readme\(getpid())\(Int.random(in: 0..<1_000_000))"
+        let shell = "env -u XDG_DATA_HOME -u KEYCHAINFS_VAULT -u XDG_RUNTIME_DIR HOME=\(home) PATH=\(URL(fileURLWithPath: keychainfsBinary).deletingLastPathComponent().path):/usr/bin:/bin bash --norc --noprofile"
+        defer {
+            _ = try? sh("tmux kill-session -t \(session) 2>/dev/null; true")
+            if isMounted(home + "/secrets") { _ = try? run("/bin/fusermount3", ["-u", "-z", home + "/secrets"]) }
+            try? FileManager.default.removeItem(atPath: home)
+        }
+        func type(_ keys: String) throws {
+            _ = try run("/usr/bin/tmux", ["send-keys", "-t", session, "-l", keys])
+            _ = try run("/usr/bin/tmux", ["send-keys", "-t", session, "Enter"])
+        }
+        func screen() -> String { (try? run("/usr/bin/tmux", ["capture-pane", "-p", "-t", session]).stdoutText) ?? "" }
+        func waitFor(_ text: String) throws -> Bool {
+            for _ in 0..<300 {
+                if screen().contains(text) { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+        #expect(try run("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "120", "-y", "30", shell]).status == 0)
+        try type("keychainfs ~/secrets")
+        #expect(try waitFor("New passphrase"))
+        try type("a long passphrase typed by hand")
+        #expect(try waitFor("Repeat the passphrase"))
+        try type("a long passphrase typed by hand")
+        #expect(try waitFor("mounted"), "\(screen())")
+        #expect(!screen().contains("a long passphrase"), "the passphrase was echoed")
+        try type("mkdir ~/secrets/app && echo s3cret > ~/secrets/app/token && cat ~/secrets/app/token && echo x > ~/secrets/app/pw && echo done-$?")
+        #expect(try waitFor("done-0"), "\(screen())")
+        #expect(screen().contains("s3cret"))
+        try type("keychainfs unmount ~/secrets && echo unmounted-$?")
+        #expect(try waitFor("unmounted-0"), "\(screen())")
+        #expect(!isMounted(home + "/secrets"))
+        #expect(FileManager.default.fileExists(atPath: home + "/.local/share/keychainfs/default.vault"))
+    }
+}
