@@ -110,7 +110,11 @@ import Testing
         #expect(try f.cli(["set", "d/../x", "v"]).status == Status.invalid)
         #expect(try f.cli(["set", "d/" + String(repeating: "n", count: 255), "v"]).status == Status.ok)
         #expect(try f.cli(["ls", "d"]).stdoutText == String(repeating: "n", count: 255) + "\n")
-        #expect(try f.cli(["frobnicate"]).status == Status.usage)
+        #expect(try f.cli(["get"]).status == Status.usage)  // missing PATH
+        #expect(try f.cli(["ls", "--frobnicate"]).status == Status.usage)
+        // An unknown word is taken as a mountpoint (`keychainfs MOUNTPOINT`), and says so.
+        let unknown = try run(keychainfsBinary, ["frobnicate"])
+        #expect(unknown.status == Status.mountFailure && unknown.stderr.contains("mountpoint frobnicate: does not exist"))
         let both = try run(keychainfsBinary, ["set", "--vault", f.vault, "--passphrase-file", "-", "k"])
         #expect(both.status == Status.usage)
     }
