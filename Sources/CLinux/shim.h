@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {
@@ -14,6 +15,15 @@ static inline int clinux_set_dumpable(int dumpable) {
 }
 static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+/* struct ucred is hidden behind _GNU_SOURCE; this reads SO_PEERCRED without it. */
+static inline int clinux_peer_uid(int fd, uid_t *uid) {
+    struct { pid_t pid; uid_t uid; gid_t gid; } credentials;
+    socklen_t length = sizeof credentials;
+    int rc = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length);
+    if (rc == 0) *uid = credentials.uid;
+    return rc;
 }
 
 /* glibc declares renameat2 only under _GNU_SOURCE; the raw syscall needs variadic syscall(). */

@@ -4,6 +4,11 @@ extension Vault {
         try withStore { (store) throws(VaultError) in try store.existingRecord(id).node }
     }
 
+    /// A node's name (nil for the root).
+    public func name(of id: NodeID) throws(VaultError) -> ItemName? {
+        try withStore { (store) throws(VaultError) in try store.name(of: id) }
+    }
+
     public func lookup(_ name: ItemName, in parent: NodeID) throws(VaultError) -> Node {
         try reading { (store) throws(VaultError) in
             _ = try store.dictionary(parent)

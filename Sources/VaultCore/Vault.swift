@@ -206,6 +206,13 @@ public final class Vault: Sendable {
         }
     }
 
+    /// How many items the vault holds; readable while locked (the file shows it to anyone).
+    public func itemCount() throws(VaultError) -> Int {
+        try state.withLock { (state) throws(VaultError) -> Int in
+            Int(try state.db.integer("SELECT count(*) FROM nodes WHERE kind = \(NodeKind.item.rawValue)"))
+        }
+    }
+
     // MARK: running operations
 
     /// Runs `body` with the node store while unlocked, inside the vault's mutex.

@@ -16,6 +16,9 @@ struct Mount: ParsableCommand {
     @Option(help: "Argon2id cost when the vault is created by this mount.")
     var kdf: KDFPreset = .moderate
 
+    @Option(name: .customLong("idle-lock"), help: "Lock after this long without any access (30s, 15m, 1h).")
+    var idleLock: String?
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -25,8 +28,15 @@ struct Mount: ParsableCommand {
     @Argument(help: "An empty directory.")
     var mountpoint: String
 
+    func validate() throws {
+        if let idleLock, LockTriggers.parseDuration(idleLock) == nil {
+            throw ValidationError("--idle-lock takes a duration such as 30s, 15m or 1h")
+        }
+    }
+
     func run() throws {
-        let request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf)
+        let request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf,
+                                   idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration))
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

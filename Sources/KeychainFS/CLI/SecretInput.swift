@@ -33,6 +33,24 @@ enum SecretInput {
         }
     }
 
+    /// Reads exactly `count` bytes (a length-prefixed secret on a socket); false on early end.
+    static func read(_ fd: Int32, into buffer: inout SecureBuffer, exactly count: Int) throws(VaultError) -> Bool {
+        try buffer.reserve(count)
+        while buffer.count < count {
+            var got = 0
+            var failure: Int32 = 0
+            let before = buffer.count
+            buffer.withUnsafeMutableStorage { storage in
+                got = Glibc.read(fd, storage.baseAddress! + before, count - before)
+                if got < 0 { failure = errno }
+                return before + max(got, 0)
+            }
+            if got < 0 && failure == EINTR { continue }
+            if got <= 0 { return false }
+        }
+        return true
+    }
+
     /// Drops one trailing newline (and a carriage return before it).
     static func dropTrailingNewline(_ buffer: inout SecureBuffer) {
         let count = buffer.count

@@ -2,11 +2,8 @@ import ArgumentParser
 import Glibc
 import VaultCore
 
-/// Where the vault is and how to get its passphrase; shared by every subcommand.
-struct VaultOptions: ParsableArguments {
-    @Option(name: .customLong("vault"), help: "The vault file (default: $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault).")
-    var vaultPath: String?
-
+/// How to get the passphrase: a file, a command, or the terminal.
+struct PassphraseOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from FILE ('-' for standard input); one trailing newline is dropped.")
     var passphraseFile: String?
 
@@ -19,6 +16,20 @@ struct VaultOptions: ParsableArguments {
         }
     }
 
+    var passphraseFromStandardInput: Bool { passphraseFile == "-" }
+
+    func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws(VaultError) -> SecureBuffer {
+        try SecretInput.passphrase(file: passphraseFile, command: passphraseCommand, prompt: prompt, confirm: confirm)
+    }
+}
+
+/// Where the vault is and how to get its passphrase; shared by every subcommand.
+struct VaultOptions: ParsableArguments {
+    @Option(name: .customLong("vault"), help: "The vault file (default: $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault).")
+    var vaultPath: String?
+
+    @OptionGroup var secret: PassphraseOptions
+
     var resolvedVaultPath: String {
         if let vaultPath { return vaultPath }
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
@@ -29,10 +40,10 @@ struct VaultOptions: ParsableArguments {
         return (home ?? "/") + "/.local/share/keychainfs/default.vault"
     }
 
-    var passphraseFromStandardInput: Bool { passphraseFile == "-" }
+    var passphraseFromStandardInput: Bool { secret.passphraseFromStandardInput }
 
     func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws(VaultError) -> SecureBuffer {
-        try SecretInput.passphrase(file: passphraseFile, command: passphraseCommand, prompt: prompt, confirm: confirm)
+        try secret.passphrase(prompt: prompt, confirm: confirm)
     }
 
     func openVault() throws(VaultError) -> Vault {

@@ -35,7 +35,8 @@ enum BackgroundLaunch {
         posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
 
         let arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
-                         "--vault", vaultPath, "--kdf", request.kdf.rawValue, mountpoint]
+                         "--vault", vaultPath, "--kdf", request.kdf.rawValue]
+            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? []) + [mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

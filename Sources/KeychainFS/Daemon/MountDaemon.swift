@@ -6,6 +6,8 @@ struct MountRequest {
     let vault: VaultOptions
     let mountpoint: String
     let kdf: KDFPreset
+    /// Lock after this many seconds without a request; nil for never.
+    let idleLockSeconds: Int?
 }
 
 /// The serving process: opens (or creates) the vault, claims it, mounts, serves, and on the way
@@ -31,6 +33,9 @@ enum MountDaemon {
 
     static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
         let channel = ReadyChannel(fd: readyFD)
+        // Before any other thread exists, so that every thread inherits it blocked and only
+        // the lock trigger's sigwait ever takes it.
+        LockTriggers.blockSIGUSR1()
         // Launched in the background: leave the launcher's session and terminal behind, and
         // every descriptor it did not mean to pass (a parent waiting on one would never see us exit).
         if let readyFD {
@@ -39,11 +44,20 @@ enum MountDaemon {
         }
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
+            pauseForTestsIfAsked()
             exit(0)
         } catch {
             channel.fail(error)
             exit(error.status)
         }
+    }
+
+    /// Test-only: KEYCHAINFS_TEST_PAUSE_BEFORE_EXIT=SECONDS keeps the process alive after it has
+    /// wiped everything, so a test can read its memory and show nothing is left.
+    private static func pauseForTestsIfAsked() {
+        guard let value = getenv("KEYCHAINFS_TEST_PAUSE_BEFORE_EXIT").map({ String(cString: $0) }),
+              let seconds = UInt32(value), seconds > 0 else { return }
+        sleep(min(seconds, 60))
     }
 
     private static func closeInheritedDescriptors(keeping kept: [Int32]) {
@@ -75,11 +89,18 @@ enum MountDaemon {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             channel.ready(announcement)
         }
+        let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: vaultPath,
+                                        idleLockSeconds: request.idleLockSeconds)
         defer {
+            // Wipe first: the control socket disappearing last tells watchers it is done.
             fileSystem.forgetEverything()
             RuntimeState.remove(mountpoint: mountpoint)
+            control.stop()
             withExtendedLifetime(claim) {}
         }
+        control.start()
+        LockTriggers.lockOnSIGUSR1(fileSystem)
+        if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint)
         } catch {

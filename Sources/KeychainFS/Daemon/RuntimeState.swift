@@ -17,6 +17,33 @@ enum RuntimeState {
         let vault: String
     }
 
+    /// The control socket of the daemon serving `mountpoint`.
+    static func socketPath(for mountpoint: String) -> String { recordPath(for: mountpoint) + ".sock" }
+
+    /// Every mount this user has running, by its record.
+    static func allRecords() -> [MountRecord] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var records: [MountRecord] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+            guard name.hasPrefix("mount-"), !name.contains(".") else { continue }
+            if let record = read(path: directory + "/" + name) { records.append(record) }
+        }
+        return records.sorted { $0.mountpoint < $1.mountpoint }
+    }
+
+    static func ensureDirectory() throws(CommandFailure) {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
+            throw CommandFailure(message: "\(directory) is not a directory of ours", status: ExitStatus.failure)
+        }
+        if info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
+    }
+
     /// A stable file name for a mountpoint.
     private static func recordPath(for mountpoint: String) -> String {
         var digest = [UInt8](repeating: 0, count: 12)
@@ -26,7 +53,7 @@ enum RuntimeState {
     }
 
     static func write(_ record: MountRecord) {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return }
+        guard (try? ensureDirectory()) != nil else { return }
         let path = recordPath(for: record.mountpoint)
         let fd = open(path + ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -36,7 +63,11 @@ enum RuntimeState {
     }
 
     static func read(mountpoint: String) -> MountRecord? {
-        let fd = open(recordPath(for: mountpoint), O_RDONLY | O_CLOEXEC)
+        read(path: recordPath(for: mountpoint))
+    }
+
+    private static func read(path: String) -> MountRecord? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 8192)

@@ -22,8 +22,3 @@ extension VaultError {
         }
     }
 }
-
-/// A failure a filesystem call reports that is not the vault's (permissions, unsupported calls).
-struct FilesystemError: Error {
-    let errno: Int32
-}

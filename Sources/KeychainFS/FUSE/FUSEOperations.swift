@@ -12,8 +12,8 @@ enum FUSEOperations {
         var ops = fuse_lowlevel_ops()
         ops.`init` = { userdata, conn in FUSEOperations.initialize(userdata, conn) }
         ops.lookup = { req, parent, name in FUSEOperations.lookup(req, parent, name) }
-        ops.forget = { req, _, _ in fuse_reply_none(req) }
-        ops.forget_multi = { req, _, _ in fuse_reply_none(req) }
+        ops.forget = { req, ino, count in FUSEOperations.forget(req, ino, count) }
+        ops.forget_multi = { req, count, forgets in FUSEOperations.forgetMany(req, count, forgets) }
         ops.getattr = { req, ino, _ in FUSEOperations.getattr(req, ino) }
         ops.setattr = { req, ino, attr, toSet, fi in FUSEOperations.setattr(req, ino, attr, toSet, fi) }
         ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EPERM) }
@@ -87,6 +87,19 @@ enum FUSEOperations {
             var e = entry(try fs.lookup(UInt64(parent), try name(rawName)))
             fuse_reply_entry(req, &e)
         }
+    }
+
+    static func forget(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ count: UInt64) {
+        fileSystem(req).forget(UInt64(ino), count: count)
+        fuse_reply_none(req)
+    }
+
+    static func forgetMany(_ req: fuse_req_t?, _ count: Int, _ forgets: UnsafeMutablePointer<fuse_forget_data>?) {
+        let fs = fileSystem(req)
+        for index in 0..<count {
+            if let item = forgets?[index] { fs.forget(UInt64(item.ino), count: item.nlookup) }
+        }
+        fuse_reply_none(req)
     }
 
     static func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
@@ -174,14 +187,11 @@ enum FUSEOperations {
     }
 
     static func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        let fs = fileSystem(req)
-        do throws(FilesystemError) {
+        replying(req) { (fs) throws(VaultError) in
             try fs.read(fi!.pointee.fh, offset: Int(offset), size: size) { bytes in
                 // Sent with writev straight from the locked buffer; libfuse makes no copy.
                 fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
             }
-        } catch {
-            fuse_reply_err(req, error.errno)
         }
     }
 

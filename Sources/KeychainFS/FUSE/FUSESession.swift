@@ -41,12 +41,14 @@ enum FUSESession {
             throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
         }
         defer { fuse_session_unmount(session) }
-        runLoop(session)
+        fileSystem.attach(session: session)
+        defer { fileSystem.attach(session: nil) }
+        runLoop(session, fileSystem)
     }
 
     /// Our own loop over receive/process so that every request buffer is wiped once served:
     /// a write's payload and new names arrive in it as plaintext.
-    private static func runLoop(_ session: OpaquePointer) {
+    private static func runLoop(_ session: OpaquePointer, _ fileSystem: FileSystem) {
         var buffer = fuse_buf()
         var largest = 0
         while fuse_session_exited(session) == 0 {
@@ -54,6 +56,7 @@ enum FUSESession {
             if received == -EINTR { continue }
             if received <= 0 { break }
             largest = max(largest, Int(received))
+            fileSystem.noteActivity()
             fuse_session_process_buf(session, &buffer)
             if let memory = buffer.mem { sodium_memzero(memory, Int(received)) }
         }

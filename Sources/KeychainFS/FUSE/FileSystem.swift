@@ -16,12 +16,19 @@ final class FileSystem: Sendable {
     private let state = Mutex(State())
     /// Called once, when the kernel's INIT has been answered and requests are being served.
     private let onStart: Mutex<(@Sendable () -> Void)?>
+    /// When the last request arrived (seconds, CLOCK_MONOTONIC), for the idle lock.
+    private let lastActivity = Atomic<Int64>(FileSystem.monotonicSeconds())
+    /// The libfuse session, for cache invalidation notices; 0 when there is none.
+    private let sessionAddress = Atomic<UInt>(0)
 
     private struct State {
         var openItems: [NodeID: OpenItem] = [:]
         var files: [UInt64: OpenFile] = [:]
         var directories: [UInt64: DirectoryListing] = [:]
         var nextHandle: UInt64 = 1
+        /// The kernel's lookup count per inode (entries it may hold in its caches).
+        var lookupCounts: [UInt64: UInt64] = [:]
+        var locked = false
 
         mutating func newHandle() -> UInt64 {
             defer { nextHandle += 1 }
@@ -34,6 +41,22 @@ final class FileSystem: Sendable {
         self.onStart = Mutex(onStart)
         ownerUID = getuid()
         ownerGID = getgid()
+    }
+
+    static func monotonicSeconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec)
+    }
+
+    func noteActivity() {
+        lastActivity.store(FileSystem.monotonicSeconds(), ordering: .relaxed)
+    }
+
+    var secondsSinceActivity: Int64 { FileSystem.monotonicSeconds() - lastActivity.load(ordering: .relaxed) }
+
+    func attach(session: OpaquePointer?) {
+        sessionAddress.store(session.map { UInt(bitPattern: $0) } ?? 0, ordering: .sequentiallyConsistent)
     }
 
     func sessionDidStart() {
@@ -81,13 +104,43 @@ final class FileSystem: Sendable {
     }
 
     func attributes(_ inode: UInt64) throws(VaultError) -> Glibc.stat {
-        try state.withLock { (state) throws(VaultError) in try currentStat(NodeID(Int64(inode)), state) }
+        try state.withLock { (state) throws(VaultError) in
+            if state.locked && NodeID(Int64(inode)) == .root { return lockedRootStat() }
+            return try currentStat(NodeID(Int64(inode)), state)
+        }
+    }
+
+    /// While locked the mountpoint itself stays visible (so `ls -ld` and shells cope);
+    /// everything below it answers EACCES.
+    private func lockedRootStat() -> Glibc.stat {
+        var st = Glibc.stat()
+        st.st_ino = ino_t(NodeID.root.rawValue)
+        st.st_mode = S_IFDIR | 0o700
+        st.st_nlink = 2
+        st.st_uid = ownerUID
+        st.st_gid = ownerGID
+        st.st_size = 4096
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        st.st_mtim = now
+        st.st_ctim = now
+        st.st_atim = now
+        return st
     }
 
     func lookup(_ parent: UInt64, _ name: ItemName) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let node = try vault.lookup(name, in: NodeID(Int64(parent)))
+            state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
             return stat(of: node, openItem: state.openItems[node.id])
+        }
+    }
+
+    /// The kernel dropped `count` references to an inode.
+    func forget(_ inode: UInt64, count: UInt64) {
+        state.withLock { state in
+            guard let known = state.lookupCounts[inode] else { return }
+            state.lookupCounts[inode] = known > count ? known - count : nil
         }
     }
 
@@ -121,7 +174,9 @@ final class FileSystem: Sendable {
 
     func makeDirectory(_ parent: UInt64, _ name: ItemName, mode: mode_t) throws(VaultError) -> Glibc.stat {
         // New dictionaries are private: group and other bits are dropped.
-        stat(of: try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o700))
+        let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o700)
+        state.withLock { $0.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1 }
+        return stat(of: node)
     }
 
     func removeDirectory(_ parent: UInt64, _ name: ItemName) throws(VaultError) {
@@ -191,6 +246,7 @@ final class FileSystem: Sendable {
             // New items are private: group and other bits are dropped.
             let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: empty, mode: UInt32(mode) & 0o700)
             let handle = try openLocked(node.id, flags: flags & ~O_TRUNC, &state)
+            state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
             return (stat(of: node, openItem: state.openItems[node.id]), handle)
         }
     }
@@ -199,11 +255,12 @@ final class FileSystem: Sendable {
         let item: OpenItem
         if let existing = state.openItems[id] {
             item = existing
-            if !item.dirty {
+            if !item.dirty && !item.unlinked {
                 // Pick up changes made outside this mount (the CLI) since it was opened.
                 let node = try vault.node(id)
                 item.content = try vault.content(of: id)
                 item.modified = node.attributes.modified
+                item.forgotten = false
             }
         } else {
             let node = try vault.node(id)
@@ -222,9 +279,11 @@ final class FileSystem: Sendable {
     }
 
     /// Hands the requested range of plaintext to `reply` straight from locked memory.
-    func read(_ handle: UInt64, offset: Int, size: Int, reply: (UnsafeRawBufferPointer) -> Void) throws(FilesystemError) {
-        try state.withLock { (state) throws(FilesystemError) in
-            guard let file = state.files[handle] else { throw FilesystemError(errno: EBADF) }
+    func read(_ handle: UInt64, offset: Int, size: Int, reply: (UnsafeRawBufferPointer) -> Void) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.locked else { throw .locked }
+            guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
+            try recall(file.item)
             file.item.content.withUnsafeBytes { bytes in
                 let start = min(max(offset, 0), bytes.count)
                 let end = min(start + size, bytes.count)
@@ -236,8 +295,10 @@ final class FileSystem: Sendable {
     /// Copies written bytes into the open item; nothing reaches the vault until flush.
     func write(_ handle: UInt64, _ bytes: UnsafeRawBufferPointer, offset: Int) throws(VaultError) -> Int {
         try state.withLock { (state) throws(VaultError) in
+            guard !state.locked else { throw .locked }
             guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
             let item = file.item
+            try recall(item)
             let start = file.append ? item.content.count : offset
             let end = start + bytes.count
             do throws(VaultError) {
@@ -253,8 +314,17 @@ final class FileSystem: Sendable {
         }
     }
 
+    /// Reloads an item whose plaintext a lock wiped, now that the vault is unlocked again.
+    private func recall(_ item: OpenItem) throws(VaultError) {
+        guard item.forgotten else { return }
+        guard !item.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
+        item.content = try vault.content(of: item.id)
+        item.forgotten = false
+    }
+
     private func resize(_ item: OpenItem, to size: Int) throws(VaultError) {
         try vault.checkItemSize(size)
+        try recall(item)
         try item.content.resize(to: size)
         item.dirty = true
         item.modified = .now()
@@ -315,12 +385,66 @@ final class FileSystem: Sendable {
         return UInt32(mask) & ~owner == 0
     }
 
-    /// Wipes every open item's plaintext (unmount, or the end of the session loop).
+    // MARK: locking
+
+    var isLocked: Bool { state.withLock { $0.locked } }
+
+    /// Locks the mount: pending writes are committed (or, if that fails, refused at their
+    /// close), then every plaintext buffer, name listing and key is wiped, and the kernel is told
+    /// to drop the names and attributes it caches. Open descriptors stay open and answer EACCES
+    /// until unlock.
+    func lock() {
+        var entries: [(parent: UInt64, name: [UInt8])] = []
+        var inodes: [UInt64] = []
+        state.withLock { state in
+            guard !state.locked else { return }
+            for item in state.openItems.values where item.dirty && !item.unlinked {
+                do throws(VaultError) {
+                    try commit(item)
+                } catch {
+                    item.rejected = error
+                }
+            }
+            // Names of what the kernel caches, decrypted while the keys still exist.
+            for inode in state.lookupCounts.keys where inode != UInt64(NodeID.root.rawValue) {
+                inodes.append(inode)
+                if let node = try? vault.node(NodeID(Int64(inode))), let name = try? vault.name(of: node.id) {
+                    entries.append((UInt64(node.parent.rawValue), name.bytes))
+                }
+            }
+            for item in state.openItems.values {
+                if let empty = try? SecureBuffer(capacity: 0) { item.content = empty }
+                item.forgotten = true
+                item.dirty = false
+            }
+            state.directories.removeAll()
+            state.locked = true
+            vault.lock()
+        }
+        invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
+    }
+
+    /// Outside our mutex and never on the session loop's thread: the kernel may need the loop
+    /// to answer other requests before it can drop an entry.
+    private func invalidateKernelCaches(entries: [(parent: UInt64, name: [UInt8])], inodes: [UInt64]) {
+        let address = sessionAddress.load(ordering: .sequentiallyConsistent)
+        guard address != 0, let session = OpaquePointer(bitPattern: address) else { return }
+        FUSENotifications.invalidate(session: session, entries: entries, inodes: inodes)
+    }
+
+    /// Unlocks with a passphrase; a wrong one leaves everything locked.
+    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        try vault.unlock(passphrase: passphrase)
+        state.withLock { $0.locked = false }
+    }
+
+    /// Wipes every open item's plaintext and the keys (unmount, or the end of the session loop).
     func forgetEverything() {
         state.withLock { state in
             state.files.removeAll()
             state.directories.removeAll()
             state.openItems.removeAll()
+            state.locked = true
         }
         vault.lock()
     }

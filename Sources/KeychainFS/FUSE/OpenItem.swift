@@ -15,6 +15,8 @@ final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's 
     /// A write went past the item limit: the pending changes are dropped at the next flush,
     /// which reports the error, so nothing of the oversized write is stored.
     var rejected: VaultError?
+    /// Locking wiped the plaintext; it is reloaded from the vault on the next use after unlock.
+    var forgotten = false
 
     init(node: Node, content: consuming SecureBuffer) {
         id = node.id

@@ -46,6 +46,14 @@ struct NodeStore {
         return try authenticate(row).0
     }
 
+    func name(of id: NodeID) throws(VaultError) -> ItemName? {
+        guard id != .root else { return nil }
+        guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
+            throw .notFound("node \(id)")
+        }
+        return try authenticate(row).1
+    }
+
     func existingRecord(_ id: NodeID) throws(VaultError) -> NodeRecord {
         guard let record = try record(id) else { throw .notFound(id == .root ? "/" : "node \(id)") }
         return record

@@ -1,0 +1,18 @@
+import CFuse
+
+/// Tells the kernel to drop what it caches of the mount (names, attributes), as locking needs.
+enum FUSENotifications {
+    static func invalidate(session: OpaquePointer, entries: [(parent: UInt64, name: [UInt8])], inodes: [UInt64]) {
+        for entry in entries {
+            entry.name.withUnsafeBufferPointer { name in
+                name.withMemoryRebound(to: CChar.self) { chars in
+                    // ENOENT only means the kernel had already let it go.
+                    _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), chars.baseAddress, chars.count)
+                }
+            }
+        }
+        for inode in inodes {
+            _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+        }
+    }
+}
