@@ -73,12 +73,12 @@ final class CLIFixture {
     let vault: String
     let passphraseFile: String
 
-    init(create: Bool = true, kdf: String = "interactive") throws {
+    init(create: Bool = true, kdf: String = "interactive", passphrase: String = "correct horse battery staple") throws {
         directory = NSTemporaryDirectory() + "keychainfs-cli-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         vault = directory + "/vaults/test.vault"
         passphraseFile = directory + "/pw"
-        try "correct horse battery staple\n".write(toFile: passphraseFile, atomically: true, encoding: .utf8)
+        try (passphrase + "\n").write(toFile: passphraseFile, atomically: true, encoding: .utf8)
         if create {
             let result = try cli(["init", "--kdf", kdf])
             precondition(result.status == 0, "init failed: \(result.stderr)")

@@ -8,8 +8,8 @@ final class MountFixture {
     let cli: CLIFixture
     let mountpoint: String
 
-    init(create: Bool = true) throws {
-        cli = try CLIFixture(create: create)
+    init(create: Bool = true, passphrase: String = "correct horse battery staple") throws {
+        cli = try CLIFixture(create: create, passphrase: passphrase)
         mountpoint = cli.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let mounted = try mount()

@@ -1,0 +1,205 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Every readable byte of a process's memory, region by region (we are root).
+func processMemoryContains(_ pid: pid_t, _ needle: [UInt8]) -> Bool {
+    guard let maps = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else { return false }
+    let mem = open("/proc/\(pid)/mem", O_RDONLY)
+    guard mem >= 0 else { return false }
+    defer { close(mem) }
+    let pattern = Data(needle)
+    for line in maps.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
+        let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+        guard bounds.count == 2, bounds[1] > bounds[0] else { continue }
+        var offset = bounds[0]
+        while offset < bounds[1] {
+            let length = Int(min(bounds[1] - offset, 16 << 20))
+            var chunk = Data(count: length)
+            let n = chunk.withUnsafeMutableBytes { pread(mem, $0.baseAddress, length, off_t(Int64(bitPattern: offset))) }
+            if n <= 0 { break }  // guard pages and the like cannot be read: skip the region
+            // Overlap chunks by the needle's length so a match across a boundary is not missed.
+            if chunk.prefix(n).range(of: pattern) != nil { return true }
+            offset += UInt64(max(n - needle.count, 1))
+        }
+    }
+    return false
+}
+
+struct StatusReport {
+    let json: String
+    var pid: pid_t { pid_t(field("pid")) ?? 0 }
+    var locked: Bool { field("locked") == "true" }
+
+    func field(_ name: String) -> String {
+        guard let range = json.range(of: "\"\(name)\":") else { return "" }
+        return String(json[range.upperBound...].prefix { $0 != "," && $0 != "}" }).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+}
+
+func status(_ mountpoint: String) throws -> StatusReport {
+    StatusReport(json: try run(keychainfsBinary, ["status", "--json", mountpoint]).stdoutText)
+}
+
+@Suite struct LockTests {
+    @Test func lockedMountAnswersEACCESUntilUnlockedEvenThroughOpenDescriptors() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("app"), 0o700) == 0)
+        #expect(writeFile(m.path("app/token"), Array("token".utf8)) == 0)
+        let fd = open(m.path("app/token"), O_RDWR)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(try status(m.mountpoint).locked == false)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try status(m.mountpoint).locked)
+        var st = stat()
+        #expect(stat(m.mountpoint, &st) == 0)  // the mountpoint itself stays visible
+        #expect(errnoOf { stat(m.path("app/token"), &st) } == EACCES)
+        #expect(errnoOf { open(m.path("app/token"), O_RDONLY) } == EACCES)
+        #expect(errnoOf { opendir(m.mountpoint) == nil ? -1 : 0 } == EACCES)
+        #expect(errnoOf { mkdir(m.path("new"), 0o700) } == EACCES)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(errnoOf { Int32(pread(fd, &buffer, 16, 0)) } == EACCES)
+        #expect(errnoOf { Int32(pwrite(fd, "x", 1, 0)) } == EACCES)
+
+        let wrong = try m.cli.write("not it\n", to: "wrong")
+        let refused = try run(keychainfsBinary, ["unlock", "--passphrase-file", wrong, m.mountpoint])
+        #expect(refused.status == Status.wrongPassphrase)
+        #expect(try status(m.mountpoint).locked)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try status(m.mountpoint).locked == false)
+        #expect(pread(fd, &buffer, 16, 0) == 5 && Array(buffer[0..<5]) == Array("token".utf8))
+        #expect(readFile(m.path("app/token")) == Array("token".utf8))
+    }
+
+    @Test func aWritePendingWhenTheLockComesIsCommittedNotDropped() throws {
+        let m = try MountFixture()
+        let fd = open(m.path("draft"), O_WRONLY | O_CREAT, 0o600)
+        #expect(fd >= 0)
+        #expect(write(fd, "pending", 7) == 7)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(close(fd) == 0)
+        #expect(try m.cli.cli(["get", "draft"]).stdoutText == "pending")
+    }
+
+    @Test func idleLockAndSIGUSR1() throws {
+        let m = try MountFixture()
+        try m.unmount()
+        #expect(try m.mount(extra: ["--idle-lock", "2s"]).status == 0)
+        #expect(writeFile(m.path("x"), [1]) == 0)
+        let report = try status(m.mountpoint)
+        #expect(report.field("idle_lock_seconds") == "2")
+        var locked = false
+        for _ in 0..<80 where !locked {
+            usleep(100_000)
+            locked = try status(m.mountpoint).locked
+        }
+        #expect(locked, "not locked after 8 s idle with --idle-lock 2s")
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(readFile(m.path("x")) == [1])
+        kill(report.pid, SIGUSR1)
+        var lockedBySignal = false
+        for _ in 0..<50 where !lockedBySignal {
+            usleep(20_000)
+            lockedBySignal = try status(m.mountpoint).locked
+        }
+        #expect(lockedBySignal)
+        #expect(errnoOf { open(m.path("x"), O_RDONLY) } == EACCES)
+    }
+
+    @Test func statusReportsTheMountAndOtherUsersAreRefused() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("a"), [1]) == 0)
+        #expect(writeFile(m.path("b"), [2]) == 0)
+        let report = try status(m.mountpoint)
+        #expect(report.field("mountpoint") == m.mountpoint)
+        #expect(report.field("vault") == m.vault)
+        #expect(report.field("items") == "2")
+        #expect(report.field("idle_lock_seconds") == "null")
+        #expect(report.pid > 0 && kill(report.pid, 0) == 0)
+        let human = try run(keychainfsBinary, ["status", m.mountpoint]).stdoutText
+        #expect(human.contains("state:     unlocked") && human.contains("items:     2") && human.contains("pid \(report.pid)"))
+        let all = try run(keychainfsBinary, ["status", "--json"]).stdoutText
+        #expect(all.hasPrefix("[") && all.contains(m.mountpoint))
+        let other = try run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                                 keychainfsBinary, "lock", m.mountpoint])
+        #expect(other.status != 0)
+        #expect(try status(m.mountpoint).locked == false)
+    }
+
+    @Test func theDaemonKeepsItsMemoryLockedAndUndumpable() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("a"), [1]) == 0)
+        let pid = try status(m.mountpoint).pid
+        let procStatus = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let vmLck = procStatus.split(separator: "\n").first { $0.hasPrefix("VmLck:") }.map { $0.split(separator: " ").dropFirst().first.map(String.init) ?? "0" } ?? "0"
+        #expect((Int(vmLck) ?? 0) > 0, "VmLck is \(vmLck) kB")
+        // Not dumpable: /proc/PID files belong to root, and core dumps are off.
+        var st = stat()
+        #expect(stat("/proc/\(pid)/mem", &st) == 0 && st.st_uid == 0)
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
+    }
+}
+
+/// The proofs that locking and unmounting leave no plaintext in the daemon's memory.
+@Suite struct WipeProofTests {
+    @Test func aLockedDaemonHoldsNoCanaryAndUnlockBringsItBack() throws {
+        let m = try MountFixture()
+        let canary = Array(("CANARY-" + UUID().uuidString + "-" + UUID().uuidString).utf8)
+        #expect(writeFile(m.path("canary"), canary) == 0)
+        let fd = open(m.path("canary"), O_RDONLY)
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: canary.count)
+        #expect(pread(fd, &buffer, canary.count, 0) == canary.count && buffer == canary)
+        let pid = try status(m.mountpoint).pid
+        // The scan can see it: the open file's plaintext is in the daemon now.
+        #expect(processMemoryContains(pid, canary), "scanner did not find the canary in an unlocked daemon")
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(!processMemoryContains(pid, canary), "canary found in a locked daemon's memory")
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(readFile(m.path("canary")) == canary)
+    }
+
+    @Test func thePassphraseIsGoneRightAfterMounting() throws {
+        let phrase = "passphrase-canary-" + UUID().uuidString
+        let m = try MountFixture(passphrase: phrase)
+        let pid = try status(m.mountpoint).pid
+        // The scanner works on this process: the vault's path (a plain string) is found.
+        #expect(processMemoryContains(pid, Array(m.vault.utf8)))
+        #expect(!processMemoryContains(pid, Array(phrase.utf8)), "passphrase found in the daemon's memory")
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(!processMemoryContains(pid, Array(phrase.utf8)), "passphrase found in the daemon's memory after unlock")
+    }
+
+    @Test func anUnmountedDaemonHoldsNoCanaryBeforeItExits() throws {
+        let f = try CLIFixture()
+        let mountpoint = f.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint],
+                              environment: ["KEYCHAINFS_TEST_PAUSE_BEFORE_EXIT": "20"])
+        #expect(mounted.status == 0)
+        defer { if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
+        let canary = Array(("UNMOUNT-CANARY-" + UUID().uuidString).utf8)
+        #expect(writeFile(mountpoint + "/canary", canary) == 0)
+        let fd = open(mountpoint + "/canary", O_RDONLY)
+        var buffer = [UInt8](repeating: 0, count: canary.count)
+        #expect(pread(fd, &buffer, canary.count, 0) == canary.count)
+        let pid = try status(mountpoint).pid
+        #expect(processMemoryContains(pid, canary))
+        kill(pid, SIGTERM)  // with the file still open: the daemon must wipe it anyway
+        var gone = false
+        for _ in 0..<200 where !gone {
+            usleep(20_000)
+            gone = try run(keychainfsBinary, ["status", mountpoint]).status != 0
+        }
+        #expect(gone, "the daemon did not finish its wipe")
+        #expect(kill(pid, 0) == 0, "the daemon should still be pausing")
+        #expect(!processMemoryContains(pid, canary), "canary found in an unmounting daemon's memory")
+        close(fd)
+        kill(pid, SIGKILL)
+    }
+}
