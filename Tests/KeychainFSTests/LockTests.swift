@@ -4,11 +4,10 @@ import Testing
 
 /// Every readable byte of a process's memory, region by region (we are root).
 func processMemoryContains(_ pid: pid_t, _ needle: [UInt8]) -> Bool {
-    guard let maps = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else { return false }
+    let maps = procText("/proc/\(pid)/maps")
     let mem = open("/proc/\(pid)/mem", O_RDONLY)
     guard mem >= 0 else { return false }
     defer { close(mem) }
-    let pattern = Data(needle)
     for line in maps.split(separator: "\n") {
         let fields = line.split(separator: " ")
         guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
@@ -17,15 +16,29 @@ func processMemoryContains(_ pid: pid_t, _ needle: [UInt8]) -> Bool {
         var offset = bounds[0]
         while offset < bounds[1] {
             let length = Int(min(bounds[1] - offset, 16 << 20))
-            var chunk = Data(count: length)
+            var chunk = [UInt8](repeating: 0, count: length)
             let n = chunk.withUnsafeMutableBytes { pread(mem, $0.baseAddress, length, off_t(Int64(bitPattern: offset))) }
             if n <= 0 { break }  // guard pages and the like cannot be read: skip the region
+            if contains(chunk, count: n, needle) { return true }
             // Overlap chunks by the needle's length so a match across a boundary is not missed.
-            if chunk.prefix(n).range(of: pattern) != nil { return true }
             offset += UInt64(max(n - needle.count, 1))
         }
     }
     return false
+}
+
+private func contains(_ haystack: [UInt8], count: Int, _ needle: [UInt8]) -> Bool {
+    guard let first = needle.first, count >= needle.count else { return false }
+    return haystack.withUnsafeBufferPointer { h in
+        var index = 0
+        while index <= count - needle.count {
+            guard let hit = memchr(h.baseAddress! + index, Int32(first), count - needle.count + 1 - index) else { return false }
+            let position = h.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if memcmp(h.baseAddress! + position, needle, needle.count) == 0 { return true }
+            index = position + 1
+        }
+        return false
+    }
 }
 
 struct StatusReport {
@@ -133,13 +146,13 @@ func status(_ mountpoint: String) throws -> StatusReport {
         let m = try MountFixture()
         #expect(writeFile(m.path("a"), [1]) == 0)
         let pid = try status(m.mountpoint).pid
-        let procStatus = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let procStatus = procText("/proc/\(pid)/status")
         let vmLck = procStatus.split(separator: "\n").first { $0.hasPrefix("VmLck:") }.map { $0.split(separator: " ").dropFirst().first.map(String.init) ?? "0" } ?? "0"
         #expect((Int(vmLck) ?? 0) > 0, "VmLck is \(vmLck) kB")
         // Not dumpable: /proc/PID files belong to root, and core dumps are off.
         var st = stat()
         #expect(stat("/proc/\(pid)/mem", &st) == 0 && st.st_uid == 0)
-        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let limits = procText("/proc/\(pid)/limits")
         #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
     }
 }
@@ -154,9 +167,10 @@ func status(_ mountpoint: String) throws -> StatusReport {
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: canary.count)
         #expect(pread(fd, &buffer, canary.count, 0) == canary.count && buffer == canary)
-        let pid = try status(m.mountpoint).pid
+        let report = try status(m.mountpoint)
+        let pid = report.pid
         // The scan can see it: the open file's plaintext is in the daemon now.
-        #expect(processMemoryContains(pid, canary), "scanner did not find the canary in an unlocked daemon")
+        #expect(processMemoryContains(pid, canary), "scanner did not find the canary in an unlocked daemon \(report.json)")
         #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
         #expect(!processMemoryContains(pid, canary), "canary found in a locked daemon's memory")
         #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)

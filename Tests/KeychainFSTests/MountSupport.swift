@@ -53,7 +53,7 @@ struct FixtureError: Error, CustomStringConvertible {
 }
 
 func isMounted(_ mountpoint: String) -> Bool {
-    let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
+    let mounts = procText("/proc/self/mounts")
     return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == mountpoint }
 }
 
@@ -100,4 +100,10 @@ func listing(_ path: String) -> [String] {
 
 func sh(_ script: String, environment: [String: String] = [:]) throws -> RunResult {
     try run("/bin/sh", ["-c", script], environment: environment)
+}
+
+/// A /proc file's text, read to the end with read(2): Foundation trusts the reported size (0)
+/// and can return only part of it.
+func procText(_ path: String) -> String {
+    readFile(path).map { String(decoding: $0, as: UTF8.self) } ?? ""
 }
