@@ -59,13 +59,15 @@ extension Vault {
     }
 
     /// Replaces an item's whole content in one transaction: readers see the old or the new.
+    /// `changed` is when the content last changed (default now); a later stored ctime (from a
+    /// chmod after the writes) is kept, so ctime never moves back or jumps at the commit.
     public func replaceContent(of id: NodeID, with content: borrowing SecureBuffer,
-                               modified: Timestamp? = nil) throws(VaultError) -> Node {
+                               modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
         try checkItemSize(content.count)
         return try writing { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            let attributes = try store.writeContent(content, of: record, modified: modified ?? .now())
+            let attributes = try store.writeContent(content, of: record, modified: modified ?? .now(), changed: changed)
             return Node(id: id, parent: record.parent, attributes: attributes)
         }
     }

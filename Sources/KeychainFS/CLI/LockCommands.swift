@@ -11,7 +11,7 @@ struct Lock: ParsableCommand {
 
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
-            _ = try ControlSocket.request(Mountpoint.canonical(mountpoint), "lock")
+            _ = try ControlSocket.request(Mountpoint.resolved(mountpoint), "lock")
         }
     }
 }
@@ -24,7 +24,7 @@ struct Unlock: ParsableCommand {
 
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
-            let path = Mountpoint.canonical(mountpoint)
+            let path = Mountpoint.resolved(mountpoint)
             guard RuntimeState.read(mountpoint: path) != nil else {
                 throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: ExitStatus.mountFailure)
             }
@@ -57,7 +57,7 @@ struct Status: ParsableCommand {
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
             if let mountpoint {
-                let reply = try ControlSocket.request(Mountpoint.canonical(mountpoint), "status")
+                let reply = try ControlSocket.request(Mountpoint.resolved(mountpoint), "status")
                 Terminal.writeAll(1, (json ? reply : Status.describe(reply)) + "\n")
                 return
             }

@@ -57,8 +57,8 @@ struct Unmount: ParsableCommand {
 
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
-            let path = Mountpoint.canonical(mountpoint)
-            let record = RuntimeState.read(mountpoint: path)
+            let path = Mountpoint.resolved(mountpoint)
+            let record = RuntimeState.read(mountpoint: path).flatMap { Subprocess.isDaemon($0.pid, serving: path, byRecord: true) ? $0 : nil }
             guard MountTable.isKeychainFSMount(path) else {
                 throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: ExitStatus.mountFailure)
             }
@@ -67,7 +67,7 @@ struct Unmount: ParsableCommand {
                 let detail = outcome.errorOutput.split(separator: "\n").last.map(String.init) ?? "status \(outcome.status)"
                 throw CommandFailure(message: "cannot unmount \(mountpoint): \(detail)", status: ExitStatus.mountFailure)
             }
-            guard let pid = record?.pid else { return }
+            guard let pid = record?.pid ?? Subprocess.daemon(serving: path) else { return }
             var waited = 0
             while Subprocess.isRunning(pid) {
                 guard waited < timeout * 100 else {

@@ -75,6 +75,8 @@ enum MountDaemon {
     private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        // Every path is absolute now; do not keep the launch directory's filesystem busy.
+        _ = chdir("/")
         var creating = false
         do throws(VaultError) {
             try Vault.checkOpenable(at: vaultPath)

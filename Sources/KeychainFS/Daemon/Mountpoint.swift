@@ -24,9 +24,19 @@ enum Mountpoint {
         return (parentPath == "/" ? "" : parentPath) + "/" + name
     }
 
+    /// The mountpoint as the mount table will name it: fully resolved when it can be (a live
+    /// mount or a symlink to one), else the canonical parent plus the name.
+    static func resolved(_ path: String) -> String {
+        guard let resolved = realpath(absolute(path), nil) else { return canonical(path) }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// Returns the canonical mountpoint, or throws why it cannot be used.
     static func check(_ path: String) throws(CommandFailure) -> String {
-        let canonicalPath = canonical(path)
+        var canonicalPath = canonical(path)
+        var link = stat()
+        if lstat(canonicalPath, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK { canonicalPath = resolved(path) }
         var info = stat()
         if stat(canonicalPath, &info) != 0 && errno == ENOTCONN {
             // A daemon that died (killed) leaves a dead mount behind; clear it and go on.

@@ -55,7 +55,8 @@ enum RuntimeState {
     static func write(_ record: MountRecord) {
         guard (try? ensureDirectory()) != nil else { return }
         let path = recordPath(for: record.mountpoint)
-        let fd = open(path + ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
+        unlink(path + ".tmp")
+        let fd = open(path + ".tmp", O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         Terminal.writeAll(fd, "\(record.pid)\n\(record.mountpoint)\n\(record.vault)\n")
         close(fd)

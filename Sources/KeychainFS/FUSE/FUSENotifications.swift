@@ -1,4 +1,6 @@
 import CFuse
+import Glibc
+import Synchronization
 
 /// Tells the kernel to drop what it caches of the mount (names, attributes), as locking needs.
 enum FUSENotifications {
@@ -14,5 +16,51 @@ enum FUSENotifications {
         for inode in inodes {
             _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
         }
+    }
+}
+
+/// Sends page-cache invalidations from a helper thread: the session loop must never wait on
+/// the kernel, which may need the loop to answer a request before it can drop a page.
+final class PageCacheDropper: Sendable {
+    private let pending = Mutex<[UInt64]>([])
+    private let session = Atomic<UInt>(0)
+    private let running = Atomic<Bool>(false)
+    private let wake: (read: Int32, write: Int32)
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        _ = pipe(&fds)
+        wake = (fds[0], fds[1])
+    }
+
+    func start(session: OpaquePointer) {
+        self.session.store(UInt(bitPattern: session), ordering: .sequentiallyConsistent)
+        running.store(true, ordering: .sequentiallyConsistent)
+        HelperThread.start { [self] in
+            var byte: UInt8 = 0
+            while read(wake.read, &byte, 1) > 0 {
+                let inodes = pending.withLock { queued in
+                    defer { queued.removeAll() }
+                    return queued
+                }
+                let address = self.session.load(ordering: .sequentiallyConsistent)
+                guard address != 0, let session = OpaquePointer(bitPattern: address) else { continue }
+                for inode in Set(inodes) { _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0) }
+            }
+            running.store(false, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    func drop(_ inode: UInt64) {
+        pending.withLock { $0.append(inode) }
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+    }
+
+    /// Stops the thread and waits for it, so no notice is sent to a session being destroyed.
+    func stop() {
+        session.store(0, ordering: .sequentiallyConsistent)
+        close(wake.write)
+        for _ in 0..<200 where running.load(ordering: .sequentiallyConsistent) { usleep(5_000) }
     }
 }

@@ -33,7 +33,7 @@ enum FUSEOperations {
         ops.fsync = { req, _, _, fi in FUSEOperations.flush(req, fi) }
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
         ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
-        ops.readdir = { req, _, size, offset, fi in FUSEOperations.readdir(req, size, offset, fi) }
+        ops.readdir = { req, ino, size, offset, fi in FUSEOperations.readdir(req, ino, size, offset, fi) }
         ops.releasedir = { req, _, fi in FUSEOperations.releasedir(req, fi) }
         ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
         ops.statfs = { req, _ in FUSEOperations.statfs(req) }
@@ -84,7 +84,13 @@ enum FUSEOperations {
 
     static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
         replying(req) { (fs) throws(VaultError) in
-            var e = entry(try fs.lookup(UInt64(parent), try name(rawName)))
+            let validName: ItemName
+            do throws(VaultError) {
+                validName = try name(rawName)
+            } catch .invalidName {
+                throw .notFound("")  // a name the vault cannot hold names nothing in it
+            }
+            var e = entry(try fs.lookup(UInt64(parent), validName))
             fuse_reply_entry(req, &e)
         }
     }
@@ -226,9 +232,16 @@ enum FUSEOperations {
         }
     }
 
-    static func readdir(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+    static func readdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
+                        _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         let fs = fileSystem(req)
-        let entries = fs.directoryEntries(fi!.pointee.fh, from: Int(offset))
+        let entries: ArraySlice<DirectoryListing.Entry>
+        do throws(VaultError) {
+            entries = try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset))
+        } catch {
+            fuse_reply_err(req, error.errno)
+            return
+        }
         // Names are decrypted data too: pack them in locked memory, wiped after the reply.
         guard var packed = try? SecureBuffer(capacity: size) else {
             fuse_reply_err(req, ENOMEM)

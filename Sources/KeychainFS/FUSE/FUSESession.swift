@@ -13,9 +13,11 @@ enum FUSESession {
         var ops = FUSEOperations.table()
         // Only the mounting user can reach the mount (no allow_other); the kernel checks modes.
         let arguments = ["keychainfs", "-o", "fsname=keychainfs,subtype=keychainfs,default_permissions"]
-        // libfuse may keep or free these strings; they live for the whole process anyway.
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-        var args = cfuse_args_init(Int32(argv.count), &argv)
+        // libfuse may keep the vector and its strings: both live for the whole process.
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
+        for (index, argument) in arguments.enumerated() { argv[index] = strdup(argument) }
+        argv[arguments.count] = nil
+        var args = cfuse_args_init(Int32(arguments.count), argv)
         defer { fuse_opt_free_args(&args) }
 
         let userdata = Unmanaged.passRetained(fileSystem).toOpaque()

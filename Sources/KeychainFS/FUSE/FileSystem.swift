@@ -20,6 +20,9 @@ final class FileSystem: Sendable {
     private let lastActivity = Atomic<Int64>(FileSystem.monotonicSeconds())
     /// The libfuse session, for cache invalidation notices; 0 when there is none.
     private let sessionAddress = Atomic<UInt>(0)
+    /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
+    /// reads through the page cache even with direct I/O).
+    let pageCache = PageCacheDropper()
 
     private struct State {
         var openItems: [NodeID: OpenItem] = [:]
@@ -57,6 +60,7 @@ final class FileSystem: Sendable {
 
     func attach(session: OpaquePointer?) {
         sessionAddress.store(session.map { UInt(bitPattern: $0) } ?? 0, ordering: .sequentiallyConsistent)
+        if let session { pageCache.start(session: session) } else { pageCache.stop() }
     }
 
     func sessionDidStart() {
@@ -100,7 +104,15 @@ final class FileSystem: Sendable {
     }
 
     private func currentStat(_ id: NodeID, _ state: borrowing State) throws(VaultError) -> Glibc.stat {
-        stat(of: try vault.node(id), openItem: state.openItems[id])
+        let item = state.openItems[id]
+        if let item, item.unlinked { return stat(of: item.node, openItem: item) }
+        do throws(VaultError) {
+            return stat(of: try vault.node(id), openItem: item)
+        } catch .notFound where item != nil {
+            // Removed behind our back (the CLI) while open: fstat still answers.
+            item!.unlinked = true
+            return stat(of: item!.node, openItem: item)
+        }
     }
 
     func attributes(_ inode: UInt64) throws(VaultError) -> Glibc.stat {
@@ -144,27 +156,42 @@ final class FileSystem: Sendable {
         }
     }
 
-    /// chmod, utimens, truncate / ftruncate, chown (accepted, not stored: the mounting user owns everything).
+    /// chmod, utimens, truncate / ftruncate, chown (accepted, not stored: the mounting user owns
+    /// everything). ftruncate changes the open content and is stored with it at close; a
+    /// truncate by path is stored at once.
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let id = NodeID(Int64(inode))
+            let item = state.openItems[id]
             if let size {
-                let node = try vault.node(id)
-                guard node.kind == .item else { throw .isADictionary("\(id)") }
                 try vault.checkItemSize(size)
-                if let item = state.openItems[id] {
+                if let item {
                     try resize(item, to: size)
-                    try commit(item)
+                    if let handle, let file = state.files[handle] {
+                        file.wrote = true
+                    } else {
+                        try commit(item, &state)
+                    }
                 } else {
+                    let node = try vault.node(id)
+                    guard node.kind == .item else { throw .isADictionary("\(id)") }
                     var content = try vault.content(of: id)
                     try content.resize(to: size)
                     _ = try vault.replaceContent(of: id, with: content)
                 }
             }
             if mode != nil || modified != nil {
-                let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified)
-                if let modified, let item = state.openItems[id] { item.modified = modified }
-                return stat(of: node, openItem: state.openItems[id])
+                if let item, item.unlinked {
+                    if let mode { item.node.attributes.mode = UInt32(mode) & 0o7777 }
+                    if let modified { item.modified = modified }
+                } else {
+                    let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified)
+                    if let item {
+                        item.node.attributes.mode = node.attributes.mode
+                        item.node.attributes.changed = node.attributes.changed
+                        if let modified { item.modified = modified }
+                    }
+                }
             }
             return try currentStat(id, state)
         }
@@ -187,7 +214,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             let node = try vault.lookup(name, in: NodeID(Int64(parent)))
             try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
-            if let item = state.openItems[node.id] { item.unlinked = true }
+            state.openItems[node.id]?.unlinked = true
         }
     }
 
@@ -196,32 +223,42 @@ final class FileSystem: Sendable {
             let replaced = try? vault.lookup(newName, in: NodeID(Int64(newParent)))
             // An open item's pending writes go in before it moves, so the move carries them.
             let moving = try vault.lookup(name, in: NodeID(Int64(parent)))
-            if let item = state.openItems[moving.id] { try commit(item) }
+            if let item = state.openItems[moving.id] { try commit(item, &state) }
             try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)), replacing: !noReplace)
-            if let replaced, replaced.id != moving.id, let item = state.openItems[replaced.id] { item.unlinked = true }
+            if let replaced, replaced.id != moving.id { state.openItems[replaced.id]?.unlinked = true }
         }
     }
 
     func openDirectory(_ inode: UInt64) throws(VaultError) -> UInt64 {
+        let listing = try listDirectory(inode)
+        return state.withLock { state in
+            let handle = state.newHandle()
+            state.directories[handle] = listing
+            return handle
+        }
+    }
+
+    private func listDirectory(_ inode: UInt64) throws(VaultError) -> DirectoryListing {
         let id = NodeID(Int64(inode))
         let node = try vault.node(id)
         var entries = [
             DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
-            DirectoryListing.Entry(name: Array("..".utf8), inode: UInt64(node.parent == NodeID(0) ? inode : UInt64(node.parent.rawValue)), isDictionary: true),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), isDictionary: true),
         ]
         for entry in try vault.entries(of: id) {
             entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
                                                   isDictionary: entry.node.kind == .dictionary))
         }
-        return state.withLock { state in
-            let handle = state.newHandle()
-            state.directories[handle] = DirectoryListing(entries: entries)
-            return handle
-        }
+        return DirectoryListing(entries: entries)
     }
 
-    func directoryEntries(_ handle: UInt64, from offset: Int) -> ArraySlice<DirectoryListing.Entry> {
-        state.withLock { state in
+    /// Entries from `offset` on; reading from the start again (rewinddir) takes a fresh listing.
+    func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
+        if offset == 0 {
+            let fresh = try listDirectory(inode)
+            state.withLock { $0.directories[handle] = fresh }
+        }
+        return state.withLock { state in
             guard let listing = state.directories[handle], offset >= 0, offset < listing.entries.count else { return [] }
             return listing.entries[offset...]
         }
@@ -257,9 +294,9 @@ final class FileSystem: Sendable {
             item = existing
             if !item.dirty && !item.unlinked {
                 // Pick up changes made outside this mount (the CLI) since it was opened.
-                let node = try vault.node(id)
+                item.node = try vault.node(id)
                 item.content = try vault.content(of: id)
-                item.modified = node.attributes.modified
+                item.modified = item.node.attributes.modified
                 item.forgotten = false
             }
         } else {
@@ -268,13 +305,14 @@ final class FileSystem: Sendable {
             item = OpenItem(node: node, content: try vault.content(of: id))
             state.openItems[id] = item
         }
-        let access = flags & O_ACCMODE
-        if flags & O_TRUNC != 0 && access != O_RDONLY {
+        let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+        if flags & O_TRUNC != 0 {
             try resize(item, to: 0)
+            file.wrote = true
         }
         item.handles += 1
         let handle = state.newHandle()
-        state.files[handle] = OpenFile(item: item, append: flags & O_APPEND != 0, writable: access != O_RDONLY)
+        state.files[handle] = file
         return handle
     }
 
@@ -304,13 +342,31 @@ final class FileSystem: Sendable {
             do throws(VaultError) {
                 try vault.checkItemSize(end)
             } catch {
-                item.rejected = error
+                reject(item, because: error, &state)
                 throw error
             }
             try item.content.write(bytes, at: start)
             item.dirty = true
             item.modified = .now()
+            item.lastChange = item.modified
+            file.wrote = true
             return bytes.count
+        }
+    }
+
+    /// A write went past the item limit. The kernel may already have delivered the first parts
+    /// of that write, so the pending content goes back to what is stored, and every descriptor
+    /// that had written since then is told at its close: nothing of it is stored, and nobody's
+    /// writes vanish silently.
+    private func reject(_ item: OpenItem, because error: VaultError, _ state: inout State) {
+        for file in state.files.values where file.item === item && file.wrote {
+            file.rejected = error
+            file.wrote = false
+        }
+        item.dirty = false
+        if !item.unlinked, let stored = try? vault.content(of: item.id) {
+            item.content = stored
+            item.modified = item.node.attributes.modified
         }
     }
 
@@ -328,44 +384,52 @@ final class FileSystem: Sendable {
         try item.content.resize(to: size)
         item.dirty = true
         item.modified = .now()
+        item.lastChange = item.modified
     }
 
     /// Stores a dirty item in one durable transaction; on failure it stays dirty and the
     /// vault keeps the previous content.
-    private func commit(_ item: OpenItem) throws(VaultError) {
-        if let rejection = item.rejected {
-            item.rejected = nil
-            item.dirty = false
-            if !item.unlinked, let stored = try? vault.content(of: item.id) { item.content = stored }
-            throw rejection
-        }
+    private func commit(_ item: OpenItem, _ state: inout State) throws(VaultError) {
         guard item.dirty, !item.unlinked else { return }
         do throws(VaultError) {
-            _ = try vault.replaceContent(of: item.id, with: item.content, modified: item.modified)
+            item.node = try vault.replaceContent(of: item.id, with: item.content, modified: item.modified, changed: item.lastChange)
             item.dirty = false
+            for file in state.files.values where file.item === item { file.wrote = false }
         } catch .notFound {
             item.unlinked = true  // removed behind our back (the CLI): nothing to store into
         }
     }
 
-    /// flush (every close) and fsync.
+    /// flush (every close) and fsync: stores what this descriptor wrote. A descriptor that
+    /// only read never stores another's half-written content.
     func flush(_ handle: UInt64) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.files[handle] else { return }
-            try commit(file.item)
+            if let rejection = file.rejected {
+                file.rejected = nil
+                throw rejection
+            }
+            guard file.wrote else { return }
+            try commit(file.item, &state)
         }
     }
 
-    /// The last close of a descriptor: commit what is left, wipe the buffer with the last handle.
+    /// The last close of a descriptor: store what it wrote, wipe the buffer with the last one.
     func release(_ handle: UInt64) throws(VaultError) {
+        var lastClose: UInt64? = nil
+        defer { if let lastClose { pageCache.drop(lastClose) } }
         try state.withLock { (state) throws(VaultError) in
-            guard let file = state.files.removeValue(forKey: handle) else { return }
-            let item = file.item
-            item.handles -= 1
+            guard let file = state.files[handle] else { return }
             defer {
-                if item.handles == 0 { state.openItems.removeValue(forKey: item.id) }
+                state.files.removeValue(forKey: handle)
+                file.item.handles -= 1
+                if file.item.handles == 0 {
+                    state.openItems.removeValue(forKey: file.item.id)
+                    lastClose = UInt64(file.item.id.rawValue)
+                }
             }
-            try commit(item)
+            guard file.wrote, file.rejected == nil else { return }
+            try commit(file.item, &state)
         }
     }
 
@@ -398,13 +462,7 @@ final class FileSystem: Sendable {
         var inodes: [UInt64] = []
         state.withLock { state in
             guard !state.locked else { return }
-            for item in state.openItems.values where item.dirty && !item.unlinked {
-                do throws(VaultError) {
-                    try commit(item)
-                } catch {
-                    item.rejected = error
-                }
-            }
+            commitPendingWrites(&state)
             // Names of what the kernel caches, decrypted while the keys still exist.
             for inode in state.lookupCounts.keys where inode != UInt64(NodeID.root.rawValue) {
                 inodes.append(inode)
@@ -424,6 +482,18 @@ final class FileSystem: Sendable {
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
     }
 
+    /// Stores every open item with unstored writes (before a lock or an exit wipes them); a
+    /// failure is reported at the close of each descriptor that wrote.
+    private func commitPendingWrites(_ state: inout State) {
+        for item in state.openItems.values where item.dirty && !item.unlinked {
+            do throws(VaultError) {
+                try commit(item, &state)
+            } catch {
+                for file in state.files.values where file.item === item && file.wrote { file.rejected = error }
+            }
+        }
+    }
+
     /// Outside our mutex and never on the session loop's thread: the kernel may need the loop
     /// to answer other requests before it can drop an entry.
     private func invalidateKernelCaches(entries: [(parent: UInt64, name: [UInt8])], inodes: [UInt64]) {
@@ -438,9 +508,11 @@ final class FileSystem: Sendable {
         state.withLock { $0.locked = false }
     }
 
-    /// Wipes every open item's plaintext and the keys (unmount, or the end of the session loop).
+    /// Stores pending writes, then wipes every open item's plaintext and the keys (unmount,
+    /// or the end of the session loop, whatever ended it).
     func forgetEverything() {
         state.withLock { state in
+            if !state.locked { commitPendingWrites(&state) }
             state.files.removeAll()
             state.directories.removeAll()
             state.openItems.removeAll()

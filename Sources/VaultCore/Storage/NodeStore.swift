@@ -145,12 +145,13 @@ struct NodeStore {
     }
 
     /// Replaces an item's content; returns its new attributes.
-    func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp) throws(VaultError) -> NodeAttributes {
+    func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
+                      changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
         var attributes = record.attributes
         attributes.contentGeneration += 1
         attributes.size = content.count
         attributes.modified = modified
-        attributes.changed = Timestamp.now()
+        attributes.changed = max(changed ?? Timestamp.now(), attributes.changed)
         let sealed = try cipher.sealContent(content, record.place, generation: attributes.contentGeneration)
         try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
                    [.blob(cipher.sealAttributes(attributes, record.place)), .blob(sealed), .integer(record.id.rawValue)])
