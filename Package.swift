@@ -27,7 +27,7 @@ let package = Package(
         ),
 
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
-        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "CSQLite", "CLinux"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "VaultCore", "CSQLite", "CLinux"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -26,6 +26,14 @@ static inline int clinux_peer_uid(int fd, uid_t *uid) {
     return rc;
 }
 
+/* cachestat(2) (Linux 6.5) has no glibc wrapper; tests use it to see what the page cache holds. */
+static inline long clinux_cached_pages(int fd) {
+    struct { unsigned long long off, len; } range = { 0, 0 };
+    unsigned long long stat[5] = { 0, 0, 0, 0, 0 };
+    long rc = syscall(451, fd, &range, stat, 0);
+    return rc < 0 ? rc : (long)stat[0];
+}
+
 /* glibc declares renameat2 only under _GNU_SOURCE; the raw syscall needs variadic syscall(). */
 static inline int clinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                                    unsigned int flags) {

@@ -107,3 +107,76 @@ func sh(_ script: String, environment: [String: String] = [:]) throws -> RunResu
 func procText(_ path: String) -> String {
     readFile(path).map { String(decoding: $0, as: UTF8.self) } ?? ""
 }
+
+/// A descriptor held by a separate, never-forking process (python), driven line by line.
+/// Tests that check what is stored *before* a close need it: any fork in the test runner
+/// (other tests spawn processes) copies the runner's descriptors, and closing a copy is a flush.
+final class HeldDescriptor {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+
+    static let script = """
+        import os, sys
+        flags = 0
+        for name in sys.argv[2].split('|'):
+            flags |= getattr(os, name)
+        try:
+            fd = os.open(sys.argv[1], flags, 0o600)
+            print('ok', flush=True)
+        except OSError as e:
+            print('err', e.errno, flush=True)
+            sys.exit(0)
+        for line in sys.stdin:
+            words = line.rstrip('\\n').split(' ', 2)
+            try:
+                if words[0] == 'pwrite':
+                    os.pwrite(fd, words[2].encode(), int(words[1]))
+                elif words[0] == 'write':
+                    data = bytes.fromhex(words[1])
+                    while data:
+                        data = data[os.write(fd, data):]
+                elif words[0] == 'ftruncate':
+                    os.ftruncate(fd, int(words[1]))
+                elif words[0] == 'close':
+                    os.close(fd)
+                print('ok', flush=True)
+            except OSError as e:
+                print('err', e.errno, flush=True)
+        """
+
+    /// `flags` like "O_WRONLY|O_TRUNC". Throws if the open fails.
+    init(_ path: String, _ flags: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", HeldDescriptor.script, path, flags]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let first = readLine()
+        guard first == "ok" else { throw FixtureError("open \(path) failed: \(first)") }
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    private func readLine() -> String {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 && byte != 0x0A { bytes.append(byte) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sends one command; returns 0 or the errno it failed with.
+    @discardableResult
+    func send(_ command: String) -> Int32 {
+        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        let reply = readLine()
+        return reply == "ok" ? 0 : Int32(reply.split(separator: " ").last ?? "") ?? -1
+    }
+
+    func write(_ bytes: [UInt8]) -> Int32 {
+        send("write " + bytes.map { String(format: "%02x", $0) }.joined())
+    }
+}

@@ -416,17 +416,16 @@ final class FileSystem: Sendable {
 
     /// The last close of a descriptor: store what it wrote, wipe the buffer with the last one.
     func release(_ handle: UInt64) throws(VaultError) {
-        var lastClose: UInt64? = nil
-        defer { if let lastClose { pageCache.drop(lastClose) } }
+        var closed: UInt64? = nil
+        defer { if let closed { pageCache.drop(closed) } }
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.files[handle] else { return }
             defer {
                 state.files.removeValue(forKey: handle)
                 file.item.handles -= 1
-                if file.item.handles == 0 {
-                    state.openItems.removeValue(forKey: file.item.id)
-                    lastClose = UInt64(file.item.id.rawValue)
-                }
+                if file.item.handles == 0 { state.openItems.removeValue(forKey: file.item.id) }
+                // Whatever a private mmap through this descriptor pulled into the page cache goes.
+                closed = UInt64(file.item.id.rawValue)
             }
             guard file.wrote, file.rejected == nil else { return }
             try commit(file.item, &state)

@@ -1,0 +1,138 @@
+import CLinux
+import Foundation
+import Glibc
+import Testing
+import VaultCore
+
+/// What the vault stores for `path`, read in this process: spawning the CLI while a descriptor
+/// is open would close a copy of it in the child, and every close is a flush.
+func storedContent(_ m: MountFixture, _ path: String) throws -> String {
+    let phrase = try String(contentsOfFile: m.cli.passphraseFile, encoding: .utf8).dropLast()
+    var passphrase = try SecureBuffer(capacity: phrase.utf8.count)
+    try Array(phrase.utf8).withUnsafeBytes { try passphrase.append($0) }
+    let content = try Vault.open(at: m.vault, passphrase: passphrase).read(VaultPath(path))
+    return content.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The finer points of sharing an open file, found by review and pinned here.
+@Suite struct MountSemanticsTests {
+    @Test func aReaderClosingNeverStoresAWritersHalfWrittenContent() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("OLD".utf8)) == 0)
+        let writer = try HeldDescriptor(m.path("f"), "O_WRONLY|O_TRUNC")
+        #expect(writer.send("pwrite 0 NEW-") == 0)
+        #expect(readFile(m.path("f")) == Array("NEW-".utf8))  // a reader sees the open content...
+        #expect(try storedContent(m, "f") == "OLD")  // ...but its close stored nothing
+        #expect(writer.send("pwrite 4 DONE") == 0)
+        #expect(writer.send("close") == 0)
+        #expect(try storedContent(m, "f") == "NEW-DONE")
+    }
+
+    @Test func anOversizedWriteRevertsAndEveryWriterHearsOfIt() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("OLD".utf8)) == 0)
+        let first = try HeldDescriptor(m.path("f"), "O_WRONLY")
+        let second = try HeldDescriptor(m.path("f"), "O_WRONLY")
+        #expect(first.send("pwrite 0 good") == 0)
+        #expect(second.write([UInt8](repeating: 9, count: (1 << 20) + 1)) == EFBIG)
+        #expect(second.send("close") == EFBIG)
+        #expect(first.send("close") == EFBIG)  // its write was dropped with the rest: not silently
+        #expect(try storedContent(m, "f") == "OLD")
+    }
+
+    @Test func ftruncateIsStoredWithTheContentAtClose() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("old secret".utf8)) == 0)
+        let fd = try HeldDescriptor(m.path("f"), "O_WRONLY")
+        #expect(fd.send("ftruncate 12") == 0)
+        #expect(try storedContent(m, "f") == "old secret")
+        #expect(fd.send("pwrite 0 new secret!!") == 0)
+        #expect(fd.send("close") == 0)
+        #expect(try storedContent(m, "f") == "new secret!!")
+    }
+
+    @Test func anUnlinkedOpenFileStillAnswersFstatAndFtruncate() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("content".utf8)) == 0)
+        let fd = open(m.path("f"), O_RDWR)
+        #expect(unlink(m.path("f")) == 0)
+        var st = stat()
+        #expect(fstat(fd, &st) == 0 && st.st_size == 7)
+        #expect(ftruncate(fd, 3) == 0)
+        #expect(fstat(fd, &st) == 0 && st.st_size == 3)
+        #expect(fchmod(fd, 0o400) == 0)
+        #expect(close(fd) == 0)
+        #expect(listing(m.mountpoint) == [])
+    }
+
+    @Test func archivingRightAfterExtractingSeesNoChange() throws {
+        let m = try MountFixture()
+        let source = m.cli.directory + "/src"
+        #expect(try sh("mkdir -p \(source)/d && for i in 1 2 3 4 5; do echo $i > \(source)/d/f$i; done && chmod 640 \(source)/d/f1").status == 0)
+        let result = try sh("""
+            tar -C \(source) -cf \(m.cli.directory)/a.tar d && tar -C \(m.mountpoint) -xf \(m.cli.directory)/a.tar &&
+            tar -C \(m.mountpoint) -cf \(m.cli.directory)/b.tar d
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test func rewindingADirectoryShowsNewEntries() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("a"), [1]) == 0)
+        guard let dir = opendir(m.mountpoint) else { Issue.record("opendir failed"); return }
+        defer { closedir(dir) }
+        func names() -> [String] {
+            var found: [String] = []
+            while let entry = readdir(dir) {
+                found.append(withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) })
+            }
+            return found.filter { $0 != "." && $0 != ".." }.sorted()
+        }
+        #expect(names() == ["a"])
+        #expect(writeFile(m.path("b"), [2]) == 0)
+        rewinddir(dir)
+        #expect(names() == ["a", "b"])
+    }
+
+    @Test func oddNamesLookUpAsMissing() throws {
+        let m = try MountFixture()
+        // A name that is not UTF-8, built byte by byte.
+        var bytes = Array((m.mountpoint + "/bad").utf8) + [0xFF, 0]
+        let rc = bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_RDONLY) }
+        }
+        #expect(rc < 0 && errno == ENOENT)
+        let created = bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o600) }
+        }
+        #expect(created < 0 && errno == EINVAL)
+    }
+
+    @Test func thePageCacheHoldsNothingOnceAPrivateMappingIsClosed() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("mapped"), [UInt8](repeating: 0x41, count: 64 * 1024)) == 0)
+        let probe = open(m.path("mapped"), O_RDONLY)
+        defer { close(probe) }
+        // Another process maps the file privately and reads it through the page cache.
+        let mapped = try run("/usr/bin/python3", ["-c", """
+            import mmap, sys
+            f = open(sys.argv[1], 'rb')
+            m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+            assert m[:4] == b'AAAA' and m[-1] == 0x41
+            m.close(); f.close()
+            """, m.path("mapped")])
+        #expect(mapped.status == 0, "\(mapped.stderr)")
+        var cached = clinux_cached_pages(probe)
+        for _ in 0..<100 where cached > 0 {
+            usleep(10_000)
+            cached = clinux_cached_pages(probe)
+        }
+        #expect(cached == 0, "\(cached) pages of plaintext left in the page cache")
+    }
+
+    @Test func theDaemonDoesNotHoldItsLaunchDirectory() throws {
+        let m = try MountFixture()
+        let pid = try status(m.mountpoint).pid
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd")) == "/")
+    }
+}
