@@ -92,14 +92,7 @@ extension Vault {
             guard let record = try store.child(named: name, in: parent) else {
                 throw .notFound(store.describe(parent, appending: name))
             }
-            let path = store.describe(parent, appending: name)
-            switch (kind, record.kind) {
-            case (.item, .dictionary): throw .isADictionary(path)
-            case (.dictionary, .item): throw .notADictionary(path)
-            case (.dictionary, .dictionary):
-                if try store.hasChildren(record.id) { throw .notEmpty(path) }
-            case (.item, .item): break
-            }
+            try store.checkRemovable(record, as: kind, path: store.describe(parent, appending: name))
             try store.delete(record)
             try store.changeEntries(of: dictionary, by: -1, at: .now())
         }
@@ -129,13 +122,7 @@ extension Vault {
             if target.id == source.id { return }
             let targetPath = store.describe(newParent, appending: newName)
             guard replacing else { throw .alreadyExists(targetPath) }
-            switch (source.kind, target.kind) {
-            case (.item, .dictionary): throw .isADictionary(targetPath)
-            case (.dictionary, .item): throw .notADictionary(targetPath)
-            case (.dictionary, .dictionary):
-                if try store.hasChildren(target.id) { throw .notEmpty(targetPath) }
-            case (.item, .item): break
-            }
+            try store.checkRemovable(target, as: source.kind, path: targetPath)
             try store.delete(target)
             try store.changeEntries(of: targetDictionary, by: -1, at: now)
         }

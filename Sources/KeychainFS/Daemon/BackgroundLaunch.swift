@@ -8,14 +8,7 @@ enum BackgroundLaunch {
     static func launch(_ request: MountRequest) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
-        var creating = false
-        do throws(VaultError) {
-            try Vault.checkOpenable(at: vaultPath)
-        } catch .vaultNotFound {
-            creating = true
-        } catch {
-            throw CommandFailure(error)
-        }
+        let creating = try MountRequest.createsVault(at: vaultPath)
         let passphrase: SecureBuffer
         do throws(VaultError) {
             passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase for \(vaultPath): " : "Passphrase: ",

@@ -10,6 +10,20 @@ struct MountRequest {
     let idleLockSeconds: Int?
 }
 
+extension MountRequest {
+    /// Whether mounting creates the vault (none there yet); any other unusable vault is an error.
+    static func createsVault(at path: String) throws(CommandFailure) -> Bool {
+        do throws(VaultError) {
+            try Vault.checkOpenable(at: path)
+            return false
+        } catch .vaultNotFound {
+            return true
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+}
+
 /// The serving process: opens (or creates) the vault, claims it, mounts, serves, and on the way
 /// out wipes every buffer and key, whatever ended the loop.
 enum MountDaemon {
@@ -77,14 +91,7 @@ enum MountDaemon {
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
         // Every path is absolute now; do not keep the launch directory's filesystem busy.
         _ = chdir("/")
-        var creating = false
-        do throws(VaultError) {
-            try Vault.checkOpenable(at: vaultPath)
-        } catch .vaultNotFound {
-            creating = true
-        } catch {
-            throw CommandFailure(error)
-        }
+        let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
         let fileSystem = FileSystem(vault: vault) {

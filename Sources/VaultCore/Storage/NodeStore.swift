@@ -90,6 +90,18 @@ struct NodeStore {
         return result
     }
 
+    /// Whether `record` may go the way unlink (`kind` item) or rmdir (`kind` dictionary) would
+    /// take it, as rename does with what it replaces: same kind, and a dictionary must be empty.
+    func checkRemovable(_ record: NodeRecord, as kind: NodeKind, path: String) throws(VaultError) {
+        switch (kind, record.kind) {
+        case (.item, .dictionary): throw .isADictionary(path)
+        case (.dictionary, .item): throw .notADictionary(path)
+        case (.dictionary, .dictionary):
+            if try hasChildren(record.id) { throw .notEmpty(path) }
+        case (.item, .item): break
+        }
+    }
+
     func hasChildren(_ id: NodeID) throws(VaultError) -> Bool {
         try db.row("SELECT 1 FROM nodes WHERE parent = ? AND id != parent LIMIT 1", [.integer(id.rawValue)]) != nil
     }
