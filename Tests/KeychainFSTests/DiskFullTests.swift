@@ -49,3 +49,30 @@ final class SmallFilesystem {
         #expect(try cli(["verify"]).status == Status.ok)
     }
 }
+
+@Suite struct MountDiskFullTests {
+    @Test func aFullDiskFailsTheCloseKeepsOldContentAndTheMountServesOn() throws {
+        let small = try SmallFilesystem(size: "700k")
+        let f = try CLIFixture(create: false)
+        let vault = small.mountpoint + "/test.vault"
+        let mountpoint = f.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).status == 0)
+        #expect(try run(keychainfsBinary, ["mount", "--vault", vault, "--passphrase-file", f.passphraseFile, mountpoint]).status == 0)
+        defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
+        #expect(writeFile(mountpoint + "/kept", Array("the old value".utf8)) == 0)
+
+        let filler = small.mountpoint + "/filler"
+        _ = try run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
+        // The shell's own `echo >` sees the failure of its close.
+        let echo = try sh("head -c 400000 /dev/zero | tr '\\\\0' x > \(mountpoint)/kept")
+        #expect(echo.status != 0)
+        #expect(writeFile(mountpoint + "/kept", [UInt8](repeating: 0x78, count: 400_000)) == ENOSPC)
+        #expect(readFile(mountpoint + "/kept") == Array("the old value".utf8))
+        #expect(listing(mountpoint) == ["kept"])
+
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(writeFile(mountpoint + "/kept", [UInt8](repeating: 0x78, count: 400_000)) == 0)
+        #expect(readFile(mountpoint + "/kept") == [UInt8](repeating: 0x78, count: 400_000))
+    }
+}
