@@ -1,0 +1,90 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Eight processes at once on overlapping files and directories, and the CLI beside them.
+@Suite struct MountConcurrencyTests {
+    static let worker = """
+        import errno, hashlib, os, random, sys
+        root, me, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        rng = random.Random(int(me) * 7919)
+        expected = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR, errno.EINVAL}
+        names = ['a', 'b', 'c', 'd', 'e']
+        def path():
+            parts = [rng.choice(names) for _ in range(rng.randint(1, 2))]
+            return os.path.join(root, *parts)
+        def value(n):
+            body = ('%s-%d-' % (me, n)).encode() + bytes(rng.randrange(256) for _ in range(rng.choice([5, 60, 900])))
+            return body + hashlib.sha256(body).hexdigest().encode()
+        unexpected = 0
+        for n in range(steps):
+            op = rng.randrange(10)
+            p = path()
+            try:
+                if op < 4:
+                    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    data = memoryview(value(n))
+                    while data:
+                        data = data[os.write(fd, data):]
+                    os.close(fd)
+                elif op < 6:
+                    open(p, 'rb').read()
+                elif op == 6:
+                    os.rename(p, path())
+                elif op == 7:
+                    os.unlink(p)
+                elif op == 8:
+                    os.mkdir(p, 0o700)
+                else:
+                    os.rmdir(p)
+            except OSError as e:
+                if e.errno not in expected:
+                    unexpected += 1
+                    print('unexpected', os.strerror(e.errno), op, p, file=sys.stderr)
+        sys.exit(1 if unexpected else 0)
+        """
+
+    static let check = """
+        import hashlib, os, sys
+        bad = 0
+        for dirpath, dirs, files in os.walk(sys.argv[1]):
+            for f in files:
+                data = open(os.path.join(dirpath, f), 'rb').read()
+                body, digest = data[:-64], data[-64:]
+                if len(data) < 64 or hashlib.sha256(body).hexdigest().encode() != digest:
+                    bad += 1
+                    print('not one whole value:', os.path.join(dirpath, f), len(data))
+        sys.exit(1 if bad else 0)
+        """
+
+    @Test func eightProcessesAndTheCommandLineAtOnce() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("shared"), 0o700) == 0)
+        let workers = try (1...8).map { id -> Process in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            p.arguments = ["-c", MountConcurrencyTests.worker, m.path("shared"), String(id), "500"]
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            return p
+        }
+        // A CLI `set` loop beside the mount, on its own dictionary.
+        let cli = try run("/bin/sh", ["-c", """
+            for i in $(seq 1 15); do "$0" set --vault "$1" --passphrase-file "$2" "cli/k$((i % 5))" "cli-$i" || exit 1; done
+            """, keychainfsBinary, m.vault, m.cli.passphraseFile])
+        #expect(cli.status == 0, "\(cli.stderr)")
+        for worker in workers {
+            worker.waitUntilExit()
+            #expect(worker.terminationStatus == 0, "a worker met an unexpected errno (or crashed)")
+        }
+        let check = try run("/usr/bin/python3", ["-c", MountConcurrencyTests.check, m.path("shared")])
+        #expect(check.status == 0, "\(check.stdoutText)")
+        for k in 0..<5 {
+            let last = (1...15).last { $0 % 5 == k }!
+            #expect(try m.cli.cli(["get", "cli/k\(k)"]).stdoutText == "cli-\(last)")
+        }
+        #expect(try m.cli.cli(["verify"]).status == 0)
+        let pid = try status(m.mountpoint).pid
+        #expect(kill(pid, 0) == 0, "the daemon died")
+    }
+}
