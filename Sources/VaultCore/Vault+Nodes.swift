@@ -35,11 +35,13 @@ extension Vault {
         }
     }
 
-    /// Creates an item; fails if the name is taken.
+    /// Creates an item; fails if the name is taken. `durable: false` is for a caller that will
+    /// store the item again, durably, before it reports success to anyone (the mount's create,
+    /// whose close follows).
     public func createItem(named name: ItemName, in parent: NodeID, content: borrowing SecureBuffer,
-                           mode: UInt32 = 0o600) throws(VaultError) -> Node {
+                           mode: UInt32 = 0o600, durable: Bool = true) throws(VaultError) -> Node {
         try checkItemSize(content.count)
-        return try writing { (store) throws(VaultError) -> Node in
+        return try writing(durable: durable) { (store) throws(VaultError) -> Node in
             let dictionary = try store.dictionary(parent)
             guard try store.child(named: name, in: parent) == nil else {
                 throw .alreadyExists(store.describe(parent, appending: name))

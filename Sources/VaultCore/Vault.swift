@@ -223,9 +223,9 @@ public final class Vault: Sendable {
         }
     }
 
-    func writing<R: ~Copyable>(_ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
+    func writing<R: ~Copyable>(durable: Bool = true, _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try withStore { (store) throws(VaultError) -> R in
-            try store.db.writeTransaction { () throws(VaultError) -> R in try body(store) }
+            try store.db.writeTransaction(durable: durable) { () throws(VaultError) -> R in try body(store) }
         }
     }
 

@@ -279,12 +279,20 @@ final class FileSystem: Sendable {
 
     func create(_ parent: UInt64, _ name: ItemName, mode: mode_t, flags: Int32) throws(VaultError) -> (Glibc.stat, UInt64) {
         try state.withLock { (state) throws(VaultError) in
-            let empty = try SecureBuffer(capacity: 0)
-            // New items are private: group and other bits are dropped.
-            let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: empty, mode: UInt32(mode) & 0o700)
-            let handle = try openLocked(node.id, flags: flags & ~O_TRUNC, &state)
+            // New items are private: group and other bits are dropped. The row's commit skips its
+            // fsync: this descriptor's close stores the item again, durably, before it returns.
+            let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
+                                            mode: UInt32(mode) & 0o700, durable: false)
+            let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
+            item.dirty = true
+            item.handles = 1
+            state.openItems[node.id] = item
+            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+            file.wrote = true
+            let handle = state.newHandle()
+            state.files[handle] = file
             state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
-            return (stat(of: node, openItem: state.openItems[node.id]), handle)
+            return (stat(of: node, openItem: item), handle)
         }
     }
 

@@ -151,32 +151,38 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting out other
     /// writers), and COMMIT is durable (WAL, synchronous=FULL). Any error rolls back.
-    func writeTransaction<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try execute("BEGIN IMMEDIATE")
+    /// `durable: false` skips the fsync of this commit (synchronous=NORMAL): the change survives
+    /// a crash of the process but not of the machine until the next durable commit, whose fsync
+    /// of the WAL takes it along. For steps that a durable commit always follows.
+    func writeTransaction<R: ~Copyable>(durable: Bool = true, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        if !durable { try run("PRAGMA synchronous = NORMAL") }
+        defer { if !durable { _ = try? run("PRAGMA synchronous = FULL") } }
+        // Prepared once and cached like any statement: BEGIN and COMMIT run on every call.
+        try run("BEGIN IMMEDIATE")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            _ = try? run("ROLLBACK")
             throw error
         }
     }
 
     /// A consistent snapshot for several reads.
     func readTransaction<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try execute("BEGIN DEFERRED")
+        try run("BEGIN DEFERRED")
         let result: R
         do {
             result = try body()
         } catch {
-            try? execute("ROLLBACK")
+            _ = try? run("ROLLBACK")
             throw error
         }
         do {
-            try execute("COMMIT")
+            try run("COMMIT")
         } catch {
-            try? execute("ROLLBACK")
+            _ = try? run("ROLLBACK")
             throw error
         }
         return result
