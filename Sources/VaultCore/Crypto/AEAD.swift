@@ -61,6 +61,33 @@ enum AEAD {
     }
 }
 
+extension AEAD {
+    /// Opens a small box of metadata (a name, attributes) into an ordinary array. Each
+    /// sodium_malloc costs several system calls (guard pages, mlock), which dominated every
+    /// lookup; names and attributes are not secret content, and callers wipe the array after use.
+    static func openMetadata(_ sealed: [UInt8], key: borrowing SecureBuffer, associatedData: [UInt8]) -> [UInt8]? {
+        guard let plainCount = plaintextCount(ofSealed: sealed) else { return nil }
+        var plain = [UInt8](repeating: 0, count: plainCount)
+        let rc = sealed.withUnsafeBytes { box in
+            key.withUnsafeBytes { k in
+                plain.withUnsafeMutableBufferPointer { out in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress, nil, nil,
+                        box.baseAddress!.assumingMemoryBound(to: UInt8.self) + nonceBytes, UInt64(box.count - nonceBytes),
+                        associatedData, UInt64(associatedData.count),
+                        box.baseAddress!.assumingMemoryBound(to: UInt8.self), k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        return rc == 0 ? plain : nil
+    }
+}
+
+/// Wipes an array's bytes before it is released.
+func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
+}
+
 /// Random bytes from libsodium's CSPRNG (getrandom).
 func randomBytes(_ count: Int) -> [UInt8] {
     Sodium.ensureInitialized()

@@ -96,12 +96,15 @@ final class RecordCipher: Sendable {
     }
 
     func openName(_ sealed: [UInt8], _ place: RecordPlace, parent: NodeID) -> ItemName? {
-        guard let plainCount = AEAD.plaintextCount(ofSealed: sealed),
-              var plain = try? SecureBuffer(capacity: plainCount) else { return nil }
         let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
-        guard AEAD.open(sealed, key: keys.name, associatedData: ad, into: &plain),
-              RecordCipher.unpad(&plain, block: RecordCipher.nameBlock) else { return nil }
-        return plain.withUnsafeBytes { try? ItemName(bytes: $0) }
+        guard var plain = AEAD.openMetadata(sealed, key: keys.name, associatedData: ad) else { return nil }
+        defer { wipe(&plain) }
+        var unpadded = 0
+        guard !plain.isEmpty,
+              plain.withUnsafeMutableBufferPointer({ sodium_unpad(&unpadded, $0.baseAddress!, $0.count, RecordCipher.nameBlock) }) == 0 else {
+            return nil
+        }
+        return try? ItemName(bytes: plain[..<unpadded])
     }
 
     // MARK: attributes
@@ -113,9 +116,10 @@ final class RecordCipher: Sendable {
 
     func openAttributes(_ sealed: [UInt8], _ place: RecordPlace) -> NodeAttributes? {
         guard AEAD.plaintextCount(ofSealed: sealed) == NodeAttributes.encodedCount,
-              var plain = try? SecureBuffer(capacity: NodeAttributes.encodedCount) else { return nil }
-        let ad = associatedData(.attributes, place, binding: 0)
-        guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain) else { return nil }
+              var plain = AEAD.openMetadata(sealed, key: keys.content, associatedData: associatedData(.attributes, place, binding: 0)) else {
+            return nil
+        }
+        defer { wipe(&plain) }
         return plain.withUnsafeBytes { NodeAttributes(decoding: $0) }
     }
 
