@@ -10,12 +10,11 @@ extension Vault {
     }
 
     public func lookup(_ name: ItemName, in parent: NodeID) throws(VaultError) -> Node {
-        try reading { (store) throws(VaultError) in
+        try withStore { (store) throws(VaultError) in
+            // One indexed query; the parent is only examined to explain a miss.
+            if let record = try store.child(named: name, in: parent) { return record.node }
             _ = try store.dictionary(parent)
-            guard let record = try store.child(named: name, in: parent) else {
-                throw .notFound(store.describe(parent, appending: name))
-            }
-            return record.node
+            throw .notFound(store.describe(parent, appending: name))
         }
     }
 
@@ -102,15 +101,18 @@ extension Vault {
 
     /// rename(2): moves `name` in `parent` to `newName` in `newParent`, replacing an existing
     /// target of a compatible kind unless `replacing` is false. Contents are not re-encrypted.
+    /// Returns the node it replaced, if any.
+    @discardableResult
     public func move(_ name: ItemName, from parent: NodeID, to newName: ItemName, in newParent: NodeID,
-                     replacing: Bool = true) throws(VaultError) {
+                     replacing: Bool = true) throws(VaultError) -> NodeID? {
         try writing { (store) throws(VaultError) in
             try moveNode(store, name, from: parent, to: newName, in: newParent, replacing: replacing)
         }
     }
 
+    @discardableResult
     func moveNode(_ store: NodeStore, _ name: ItemName, from parent: NodeID, to newName: ItemName, in newParent: NodeID,
-                  replacing: Bool) throws(VaultError) {
+                  replacing: Bool) throws(VaultError) -> NodeID? {
         let sourceDictionary = try store.dictionary(parent)
         let targetDictionary = try store.dictionary(newParent)
         guard let source = try store.child(named: name, in: parent) else {
@@ -120,13 +122,15 @@ extension Vault {
             throw .invalidMove("cannot move \(store.describe(source.id)) into itself")
         }
         let now = Timestamp.now()
+        var replaced: NodeID? = nil
         if let target = try store.child(named: newName, in: newParent) {
-            if target.id == source.id { return }
+            if target.id == source.id { return nil }
             let targetPath = store.describe(newParent, appending: newName)
             guard replacing else { throw .alreadyExists(targetPath) }
             try store.checkRemovable(target, as: source.kind, path: targetPath)
             try store.delete(target)
             try store.changeEntries(of: targetDictionary, by: -1, at: now)
+            replaced = target.id
         }
         try store.relink(source, to: newParent, as: newName, at: now)
         if newParent != parent {
@@ -135,5 +139,6 @@ extension Vault {
         } else {
             try store.changeEntries(of: sourceDictionary, by: 0, at: now)
         }
+        return replaced
     }
 }

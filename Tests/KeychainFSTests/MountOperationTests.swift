@@ -135,18 +135,22 @@ import Testing
         #expect(errnoOf { access(m.path("missing"), F_OK) } == ENOENT)
     }
 
-    @Test func openDescriptorsShareContentAndUnlinkedFilesStayReadable() throws {
+    @Test func readersSeeStoredContentAndUnlinkedFilesStayReadable() throws {
         let m = try MountFixture()
         let file = m.path("shared")
         #expect(writeFile(file, Array("one".utf8)) == 0)
         let writer = open(file, O_WRONLY)
         let reader = open(file, O_RDONLY)
-        #expect(pwrite(writer, "two", 3, 0) == 3)
+        #expect(pwrite(writer, "TWO", 3, 0) == 3)
         var buffer = [UInt8](repeating: 0, count: 8)
-        #expect(pread(reader, &buffer, 8, 0) == 3 && Array(buffer[0..<3]) == Array("two".utf8))
-        #expect(unlink(file) == 0)
-        #expect(pread(reader, &buffer, 8, 0) == 3)
+        // Old or new, never a mix: a writer's changes are its own until its close stores them.
+        #expect(pread(reader, &buffer, 8, 0) == 3 && Array(buffer[0..<3]) == Array("one".utf8))
         #expect(close(writer) == 0)
+        #expect(readFile(file) == Array("TWO".utf8))
+        #expect(unlink(file) == 0)
+        #expect(pread(reader, &buffer, 8, 0) == 3)  // still readable through the open descriptor
+        var st = stat()
+        #expect(fstat(reader, &st) == 0 && st.st_size == 3)
         #expect(close(reader) == 0)
         #expect(errnoOf { open(file, O_RDONLY) } == ENOENT)
     }

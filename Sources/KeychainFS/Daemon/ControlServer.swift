@@ -108,12 +108,11 @@ final class ControlServer: Sendable {
                 return
             }
             do throws(VaultError) {
-                var passphrase = try SecureBuffer(capacity: count)
-                guard try SecretInput.read(connection, into: &passphrase, exactly: count) else {
+                guard try unlock(with: connection, passphraseBytes: count) else {
                     ControlSocket.send(connection, "error \(ExitStatus.usage) short passphrase")
                     return
                 }
-                try fileSystem.unlock(passphrase: passphrase)
+                // Only now, with the passphrase wiped, may the client learn it worked.
                 ControlSocket.send(connection, "ok unlocked")
             } catch {
                 ControlSocket.send(connection, "error \(ExitStatus.code(for: error)) \(error.description)")
@@ -121,6 +120,14 @@ final class ControlServer: Sendable {
         default:
             ControlSocket.send(connection, "error \(ExitStatus.usage) unknown request")
         }
+    }
+
+    /// Reads the passphrase and unlocks; the passphrase's buffer is wiped when this returns.
+    private func unlock(with connection: Int32, passphraseBytes count: Int) throws(VaultError) -> Bool {
+        var passphrase = try SecureBuffer(capacity: count)
+        guard try SecretInput.read(connection, into: &passphrase, exactly: count) else { return false }
+        try fileSystem.unlock(passphrase: passphrase)
+        return true
     }
 
     func status() -> MountStatus {

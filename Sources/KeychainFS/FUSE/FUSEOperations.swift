@@ -14,7 +14,7 @@ enum FUSEOperations {
         ops.lookup = { req, parent, name in FUSEOperations.lookup(req, parent, name) }
         ops.forget = { req, ino, count in FUSEOperations.forget(req, ino, count) }
         ops.forget_multi = { req, count, forgets in FUSEOperations.forgetMany(req, count, forgets) }
-        ops.getattr = { req, ino, _ in FUSEOperations.getattr(req, ino) }
+        ops.getattr = { req, ino, fi in FUSEOperations.getattr(req, ino, fi) }
         ops.setattr = { req, ino, attr, toSet, fi in FUSEOperations.setattr(req, ino, attr, toSet, fi) }
         ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EPERM) }
         ops.symlink = { req, _, _, _ in fuse_reply_err(req, EPERM) }
@@ -108,9 +108,9 @@ enum FUSEOperations {
         fuse_reply_none(req)
     }
 
-    static func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
+    static func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs) throws(VaultError) in
-            var st = try fs.attributes(UInt64(ino))
+            var st = try fs.attributes(UInt64(ino), handle: fi?.pointee.fh)
             fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
         }
     }

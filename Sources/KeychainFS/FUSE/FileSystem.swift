@@ -2,8 +2,8 @@ import Glibc
 import Synchronization
 import VaultCore
 
-/// POSIX semantics on top of the vault: inode numbers are node ids, open items are shared
-/// locked buffers, and every store is one durable vault transaction. Knows nothing of libfuse's
+/// POSIX semantics on top of the vault: inode numbers are node ids, each open descriptor holds
+/// its own locked copy of the content, and every store is one durable vault transaction. Knows nothing of libfuse's
 /// structs beyond `stat`; the operation table (FUSEOperations) marshals to and from C.
 final class FileSystem: Sendable {
     let vault: Vault
@@ -25,7 +25,6 @@ final class FileSystem: Sendable {
     let pageCache = PageCacheDropper()
 
     private struct State {
-        var openItems: [NodeID: OpenItem] = [:]
         var files: [UInt64: OpenFile] = [:]
         var directories: [UInt64: DirectoryListing] = [:]
         var nextHandle: UInt64 = 1
@@ -73,15 +72,15 @@ final class FileSystem: Sendable {
 
     // MARK: attributes
 
-    func stat(of node: Node, openItem: OpenItem? = nil) -> stat {
+    func stat(of node: Node, file: OpenFile? = nil) -> stat {
         var st = Glibc.stat()
         st.st_ino = ino_t(node.id.rawValue)
         let permissions = mode_t(node.attributes.mode & 0o7777)
         var size = node.attributes.size
         var modified = node.attributes.modified
-        if let openItem, openItem.dirty {
-            size = openItem.content.count
-            modified = openItem.modified
+        if let file, file.dirty || file.unlinked {
+            size = file.content.count
+            modified = file.modified
         }
         switch node.kind {
         case .dictionary:
@@ -103,22 +102,22 @@ final class FileSystem: Sendable {
         return st
     }
 
-    private func currentStat(_ id: NodeID, _ state: borrowing State) throws(VaultError) -> Glibc.stat {
-        let item = state.openItems[id]
-        if let item, item.unlinked { return stat(of: item.node, openItem: item) }
-        do throws(VaultError) {
-            return stat(of: try vault.node(id), openItem: item)
-        } catch .notFound where item != nil {
-            // Removed behind our back (the CLI) while open: fstat still answers.
-            item!.unlinked = true
-            return stat(of: item!.node, openItem: item)
-        }
-    }
-
-    func attributes(_ inode: UInt64) throws(VaultError) -> Glibc.stat {
+    /// getattr: through a descriptor (fstat) the descriptor's own view, else the stored one; a
+    /// node removed while open still answers through its descriptors.
+    func attributes(_ inode: UInt64, handle: UInt64?) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
-            if state.locked && NodeID(Int64(inode)) == .root { return lockedRootStat() }
-            return try currentStat(NodeID(Int64(inode)), state)
+            let id = NodeID(Int64(inode))
+            if state.locked && id == .root { return lockedRootStat() }
+            if let handle, let file = state.files[handle], file.id == id, file.dirty || file.unlinked {
+                return stat(of: file.node, file: file)
+            }
+            do throws(VaultError) {
+                return stat(of: try vault.node(id))
+            } catch .notFound {
+                guard let file = state.files.values.first(where: { $0.id == id }) else { throw .notFound("node \(id)") }
+                file.unlinked = true
+                return stat(of: file.node, file: file)
+            }
         }
     }
 
@@ -144,7 +143,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             let node = try vault.lookup(name, in: NodeID(Int64(parent)))
             state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
-            return stat(of: node, openItem: state.openItems[node.id])
+            return stat(of: node)
         }
     }
 
@@ -157,21 +156,16 @@ final class FileSystem: Sendable {
     }
 
     /// chmod, utimens, truncate / ftruncate, chown (accepted, not stored: the mounting user owns
-    /// everything). ftruncate changes the open content and is stored with it at close; a
+    /// everything). ftruncate changes the descriptor's content, stored with it at close; a
     /// truncate by path is stored at once.
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let id = NodeID(Int64(inode))
-            let item = state.openItems[id]
+            let file = handle.flatMap { state.files[$0] }.flatMap { $0.id == id ? $0 : nil }
             if let size {
                 try vault.checkItemSize(size)
-                if let item {
-                    try resize(item, to: size)
-                    if let handle, let file = state.files[handle] {
-                        file.wrote = true
-                    } else {
-                        try commit(item, &state)
-                    }
+                if let file {
+                    try resize(file, to: size)
                 } else {
                     let node = try vault.node(id)
                     guard node.kind == .item else { throw .isADictionary("\(id)") }
@@ -181,19 +175,31 @@ final class FileSystem: Sendable {
                 }
             }
             if mode != nil || modified != nil {
-                if let item, item.unlinked {
-                    if let mode { item.node.attributes.mode = UInt32(mode) & 0o7777 }
-                    if let modified { item.modified = modified }
-                } else {
+                // chmod and utimens reach no descriptor (the kernel sends no handle): apply them
+                // to every descriptor of the node, so a writer's close keeps them.
+                let openFiles = state.files.values.filter { $0.id == id }
+                do throws(VaultError) {
                     let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified)
-                    if let item {
-                        item.node.attributes.mode = node.attributes.mode
-                        item.node.attributes.changed = node.attributes.changed
-                        if let modified { item.modified = modified }
+                    for open in openFiles {
+                        open.node.attributes.mode = node.attributes.mode
+                        open.node.attributes.changed = node.attributes.changed
+                        if let modified { open.modified = modified }
+                    }
+                } catch .notFound where !openFiles.isEmpty {
+                    for open in openFiles {
+                        open.unlinked = true
+                        if let mode { open.node.attributes.mode = UInt32(mode) & 0o7777 }
+                        if let modified { open.modified = modified }
                     }
                 }
             }
-            return try currentStat(id, state)
+            if let file, file.dirty || file.unlinked { return stat(of: file.node, file: file) }
+            do throws(VaultError) {
+                return stat(of: try vault.node(id))
+            } catch .notFound {
+                guard let open = state.files.values.first(where: { $0.id == id }) else { throw .notFound("node \(id)") }
+                return stat(of: open.node, file: open)
+            }
         }
     }
 
@@ -214,18 +220,17 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             let node = try vault.lookup(name, in: NodeID(Int64(parent)))
             try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
-            state.openItems[node.id]?.unlinked = true
+            for file in state.files.values where file.id == node.id { file.unlinked = true }
         }
     }
 
     func rename(_ parent: UInt64, _ name: ItemName, to newParent: UInt64, _ newName: ItemName, noReplace: Bool) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
-            let replaced = try? vault.lookup(newName, in: NodeID(Int64(newParent)))
-            // An open item's pending writes go in before it moves, so the move carries them.
-            let moving = try vault.lookup(name, in: NodeID(Int64(parent)))
-            if let item = state.openItems[moving.id] { try commit(item, &state) }
-            try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)), replacing: !noReplace)
-            if let replaced, replaced.id != moving.id { state.openItems[replaced.id]?.unlinked = true }
+            let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
+                                          replacing: !noReplace)
+            if let replaced {
+                for file in state.files.values where file.id == replaced { file.unlinked = true }
+            }
         }
     }
 
@@ -270,10 +275,19 @@ final class FileSystem: Sendable {
 
     // MARK: files
 
-    /// open(2) and create(2): returns the handle; `O_TRUNC` empties the item (committed at close).
+    /// open(2): the descriptor gets the stored content (none with O_TRUNC, stored at close).
     func open(_ inode: UInt64, flags: Int32) throws(VaultError) -> UInt64 {
         try state.withLock { (state) throws(VaultError) in
-            try openLocked(NodeID(Int64(inode)), flags: flags, &state)
+            let id = NodeID(Int64(inode))
+            let node = try vault.node(id)
+            guard node.kind == .item else { throw .isADictionary("\(id)") }
+            let truncating = flags & O_TRUNC != 0
+            let file = OpenFile(node: node, content: truncating ? try SecureBuffer(capacity: 0) : try vault.content(of: id),
+                                append: flags & O_APPEND != 0)
+            if truncating { try resize(file, to: 0) }
+            let handle = state.newHandle()
+            state.files[handle] = file
+            return handle
         }
     }
 
@@ -283,45 +297,13 @@ final class FileSystem: Sendable {
             // fsync: this descriptor's close stores the item again, durably, before it returns.
             let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
                                             mode: UInt32(mode) & 0o700, durable: false)
-            let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
-            item.dirty = true
-            item.handles = 1
-            state.openItems[node.id] = item
-            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
-            file.wrote = true
+            let file = OpenFile(node: node, content: try SecureBuffer(capacity: 0), append: flags & O_APPEND != 0)
+            file.dirty = true
             let handle = state.newHandle()
             state.files[handle] = file
             state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
-            return (stat(of: node, openItem: item), handle)
+            return (stat(of: node, file: file), handle)
         }
-    }
-
-    private func openLocked(_ id: NodeID, flags: Int32, _ state: inout State) throws(VaultError) -> UInt64 {
-        let item: OpenItem
-        if let existing = state.openItems[id] {
-            item = existing
-            if !item.dirty && !item.unlinked {
-                // Pick up changes made outside this mount (the CLI) since it was opened.
-                item.node = try vault.node(id)
-                item.content = try vault.content(of: id)
-                item.modified = item.node.attributes.modified
-                item.forgotten = false
-            }
-        } else {
-            let node = try vault.node(id)
-            guard node.kind == .item else { throw .isADictionary("\(id)") }
-            item = OpenItem(node: node, content: try vault.content(of: id))
-            state.openItems[id] = item
-        }
-        let file = OpenFile(item: item, append: flags & O_APPEND != 0)
-        if flags & O_TRUNC != 0 {
-            try resize(item, to: 0)
-            file.wrote = true
-        }
-        item.handles += 1
-        let handle = state.newHandle()
-        state.files[handle] = file
-        return handle
     }
 
     /// Hands the requested range of plaintext to `reply` straight from locked memory.
@@ -329,8 +311,8 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
-            try recall(file.item)
-            file.item.content.withUnsafeBytes { bytes in
+            try recall(file)
+            file.content.withUnsafeBytes { bytes in
                 let start = min(max(offset, 0), bytes.count)
                 let end = min(start + size, bytes.count)
                 reply(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
@@ -338,78 +320,69 @@ final class FileSystem: Sendable {
         }
     }
 
-    /// Copies written bytes into the open item; nothing reaches the vault until flush.
+    /// Copies written bytes into the descriptor's content; nothing reaches the vault until flush.
     func write(_ handle: UInt64, _ bytes: UnsafeRawBufferPointer, offset: Int) throws(VaultError) -> Int {
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
-            let item = file.item
-            try recall(item)
-            let start = file.append ? item.content.count : offset
-            let end = start + bytes.count
+            try recall(file)
+            let start = file.append ? file.content.count : offset
             do throws(VaultError) {
-                try vault.checkItemSize(end)
+                try vault.checkItemSize(start + bytes.count)
             } catch {
-                reject(item, because: error, &state)
+                reject(file, because: error)
                 throw error
             }
-            try item.content.write(bytes, at: start)
-            item.dirty = true
-            item.modified = .now()
-            item.lastChange = item.modified
-            file.wrote = true
+            try file.content.write(bytes, at: start)
+            file.dirty = true
+            file.modified = .now()
+            file.lastChange = file.modified
             return bytes.count
         }
     }
 
     /// A write went past the item limit. The kernel may already have delivered the first parts
-    /// of that write, so the pending content goes back to what is stored, and every descriptor
-    /// that had written since then is told at its close: nothing of it is stored, and nobody's
-    /// writes vanish silently.
-    private func reject(_ item: OpenItem, because error: VaultError, _ state: inout State) {
-        for file in state.files.values where file.item === item && file.wrote {
-            file.rejected = error
-            file.wrote = false
-        }
-        item.dirty = false
-        if !item.unlinked, let stored = try? vault.content(of: item.id) {
-            item.content = stored
-            item.modified = item.node.attributes.modified
+    /// of that write, so the descriptor's pending content goes back to what is stored and its
+    /// close reports the error: nothing of the oversized write is stored.
+    private func reject(_ file: OpenFile, because error: VaultError) {
+        file.rejected = error
+        file.dirty = false
+        if !file.unlinked, let stored = try? vault.content(of: file.id) {
+            file.content = stored
+            file.modified = file.node.attributes.modified
         }
     }
 
-    /// Reloads an item whose plaintext a lock wiped, now that the vault is unlocked again.
-    private func recall(_ item: OpenItem) throws(VaultError) {
-        guard item.forgotten else { return }
-        guard !item.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
-        item.content = try vault.content(of: item.id)
-        item.forgotten = false
+    /// Reloads content that a lock wiped, now that the vault is unlocked again.
+    private func recall(_ file: OpenFile) throws(VaultError) {
+        guard file.forgotten else { return }
+        guard !file.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
+        file.content = try vault.content(of: file.id)
+        file.forgotten = false
     }
 
-    private func resize(_ item: OpenItem, to size: Int) throws(VaultError) {
+    private func resize(_ file: OpenFile, to size: Int) throws(VaultError) {
         try vault.checkItemSize(size)
-        try recall(item)
-        try item.content.resize(to: size)
-        item.dirty = true
-        item.modified = .now()
-        item.lastChange = item.modified
+        try recall(file)
+        try file.content.resize(to: size)
+        file.dirty = true
+        file.modified = .now()
+        file.lastChange = file.modified
     }
 
-    /// Stores a dirty item in one durable transaction; on failure it stays dirty and the
-    /// vault keeps the previous content.
-    private func commit(_ item: OpenItem, _ state: inout State) throws(VaultError) {
-        guard item.dirty, !item.unlinked else { return }
+    /// Stores a descriptor's content in one durable transaction; on failure it stays dirty
+    /// and the vault keeps the previous content.
+    private func commit(_ file: OpenFile) throws(VaultError) {
+        guard file.dirty, !file.unlinked else { return }
         do throws(VaultError) {
-            item.node = try vault.replaceContent(of: item.id, with: item.content, modified: item.modified, changed: item.lastChange)
-            item.dirty = false
-            for file in state.files.values where file.item === item { file.wrote = false }
+            file.node = try vault.replaceContent(of: file.id, with: file.content, modified: file.modified, changed: file.lastChange)
+            file.dirty = false
         } catch .notFound {
-            item.unlinked = true  // removed behind our back (the CLI): nothing to store into
+            file.unlinked = true  // removed behind our back (the CLI): nothing to store into
         }
     }
 
-    /// flush (every close) and fsync: stores what this descriptor wrote. A descriptor that
-    /// only read never stores another's half-written content.
+    /// flush (every close) and fsync: stores what this descriptor wrote.
     func flush(_ handle: UInt64) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.files[handle] else { return }
@@ -417,26 +390,19 @@ final class FileSystem: Sendable {
                 file.rejected = nil
                 throw rejection
             }
-            guard file.wrote else { return }
-            try commit(file.item, &state)
+            try commit(file)
         }
     }
 
-    /// The last close of a descriptor: store what it wrote, wipe the buffer with the last one.
+    /// The last close of a descriptor: store what is left, wipe its content.
     func release(_ handle: UInt64) throws(VaultError) {
         var closed: UInt64? = nil
+        // Whatever a private mmap through this descriptor pulled into the page cache goes.
         defer { if let closed { pageCache.drop(closed) } }
         try state.withLock { (state) throws(VaultError) in
-            guard let file = state.files[handle] else { return }
-            defer {
-                state.files.removeValue(forKey: handle)
-                file.item.handles -= 1
-                if file.item.handles == 0 { state.openItems.removeValue(forKey: file.item.id) }
-                // Whatever a private mmap through this descriptor pulled into the page cache goes.
-                closed = UInt64(file.item.id.rawValue)
-            }
-            guard file.wrote, file.rejected == nil else { return }
-            try commit(file.item, &state)
+            guard let file = state.files.removeValue(forKey: handle) else { return }
+            closed = UInt64(file.id.rawValue)
+            if file.rejected == nil { try commit(file) }
         }
     }
 
@@ -469,7 +435,7 @@ final class FileSystem: Sendable {
         var inodes: [UInt64] = []
         state.withLock { state in
             guard !state.locked else { return }
-            commitPendingWrites(&state)
+            commitPendingWrites(state)
             // Names of what the kernel caches, decrypted while the keys still exist.
             for inode in state.lookupCounts.keys where inode != UInt64(NodeID.root.rawValue) {
                 inodes.append(inode)
@@ -477,10 +443,9 @@ final class FileSystem: Sendable {
                     entries.append((UInt64(node.parent.rawValue), name.bytes))
                 }
             }
-            for item in state.openItems.values {
-                if let empty = try? SecureBuffer(capacity: 0) { item.content = empty }
-                item.forgotten = true
-                item.dirty = false
+            for file in state.files.values {
+                if let empty = try? SecureBuffer(capacity: 0) { file.content = empty }
+                file.forgotten = true
             }
             state.directories.removeAll()
             state.locked = true
@@ -489,14 +454,15 @@ final class FileSystem: Sendable {
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
     }
 
-    /// Stores every open item with unstored writes (before a lock or an exit wipes them); a
-    /// failure is reported at the close of each descriptor that wrote.
-    private func commitPendingWrites(_ state: inout State) {
-        for item in state.openItems.values where item.dirty && !item.unlinked {
+    /// Stores every descriptor's unstored writes (before a lock or an exit wipes them); a
+    /// failure is reported at that descriptor's close.
+    private func commitPendingWrites(_ state: borrowing State) {
+        for file in state.files.values where file.dirty && !file.unlinked {
             do throws(VaultError) {
-                try commit(item, &state)
+                try commit(file)
             } catch {
-                for file in state.files.values where file.item === item && file.wrote { file.rejected = error }
+                file.rejected = error
+                file.dirty = false
             }
         }
     }
@@ -519,10 +485,9 @@ final class FileSystem: Sendable {
     /// or the end of the session loop, whatever ended it).
     func forgetEverything() {
         state.withLock { state in
-            if !state.locked { commitPendingWrites(&state) }
+            if !state.locked { commitPendingWrites(state) }
             state.files.removeAll()
             state.directories.removeAll()
-            state.openItems.removeAll()
             state.locked = true
         }
         vault.lock()

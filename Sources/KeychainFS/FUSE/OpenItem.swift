@@ -1,46 +1,36 @@
 import VaultCore
 
-/// The plaintext of an item that is open, shared by every descriptor on it (so reads through
-/// one see writes through another, as with a page cache). Lives in locked memory; stored on
-/// flush or fsync of a descriptor that wrote, in one transaction; wiped when the last closes.
-final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's mutex
+/// An open file descriptor: its own copy of the item's plaintext, in locked memory. A writer's
+/// changes are private to its descriptor until its flush or fsync stores the whole content in
+/// one transaction, so readers (and other writers) see the stored content, old or new, never a
+/// mix, and each stored version is one writer's whole value. Wiped when the descriptor closes.
+final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's mutex
+    /// The item's attributes as of open (and of this descriptor's own changes).
     var node: Node
     var content: SecureBuffer
-    /// Written since the last commit.
+    let append: Bool
+    /// Written or truncated through this descriptor since it was last stored.
     var dirty = false
     /// The modification time to store (writes set it; utimens may set it back).
     var modified: Timestamp
     /// When the content last changed here (the ctime the commit records).
     var lastChange: Timestamp
-    var handles = 0
-    /// The item was unlinked or replaced while open: its content is kept for the open
-    /// descriptors and never committed.
+    /// The item was unlinked or replaced while open: the content stays readable here and is
+    /// never stored.
     var unlinked = false
     /// Locking wiped the plaintext; it is reloaded from the vault on the next use after unlock.
     var forgotten = false
+    /// A write went past the item limit; the next flush reports it.
+    var rejected: VaultError?
 
     var id: NodeID { node.id }
 
-    init(node: Node, content: consuming SecureBuffer) {
+    init(node: Node, content: consuming SecureBuffer, append: Bool) {
         self.node = node
-        lastChange = node.attributes.changed
-        modified = node.attributes.modified
         self.content = content
-    }
-}
-
-/// An open file descriptor's state.
-final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's mutex
-    let item: OpenItem
-    let append: Bool
-    /// This descriptor wrote (or truncated) since the item was last committed: its flush commits.
-    var wrote = false
-    /// A write through this descriptor went past the item limit: its next flush reports it.
-    var rejected: VaultError?
-
-    init(item: OpenItem, append: Bool) {
-        self.item = item
         self.append = append
+        modified = node.attributes.modified
+        lastChange = node.attributes.changed
     }
 }
 

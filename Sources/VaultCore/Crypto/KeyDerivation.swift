@@ -61,6 +61,8 @@ enum KeyDerivation {
                 return out.count
             }
         }
+        // The passphrase passed through BLAKE2b's stack frames; wipe them before returning.
+        csodium_scrub_stack()
         guard rc == 0 else {
             throw .storageFailure("Argon2id could not allocate \(parameters.memLimit >> 20) MiB of memory")
         }

@@ -19,8 +19,17 @@ struct NodeStore {
 
     private static let columns = "id, parent, kind, incarnation, attributes, name"
 
-    /// Authenticates a row; `expectedName` also checks the sealed name against it.
-    private func authenticate(_ row: [SQLValue], expectedName: ItemName? = nil) throws(VaultError) -> (NodeRecord, ItemName?) {
+    /// What to do with a row's sealed name: it is only opened when a caller needs it (listing)
+    /// or found the row through it (lookup); reaching a node by id relies on its attributes,
+    /// which are bound to the node's id and incarnation.
+    private enum NameCheck {
+        case skip
+        case expect(ItemName)
+        case decode
+    }
+
+    /// Authenticates a row: its attributes always, its name as `names` says.
+    private func authenticate(_ row: [SQLValue], names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
         guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer,
               let incarnation = row[3].blob, let sealedAttributes = row[4].blob, let sealedName = row[5].blob else {
             throw .integrityFailure("record \(row.first?.integer.map(String.init) ?? "?") (malformed row)")
@@ -30,10 +39,16 @@ struct NodeStore {
             throw .integrityFailure(describe(place.node))
         }
         var name: ItemName? = nil
-        if place.node != .root {
+        switch names {
+        case .skip:
+            break
+        case .expect(let expected):
             name = cipher.openName(sealedName, place, parent: NodeID(parent))
-            guard name != nil, expectedName == nil || name == expectedName else {
-                throw .integrityFailure(describe(place.node))
+            guard name == expected else { throw .integrityFailure(describe(place.node)) }
+        case .decode:
+            if place.node != .root {
+                name = cipher.openName(sealedName, place, parent: NodeID(parent))
+                guard name != nil else { throw .integrityFailure(describe(place.node)) }
             }
         }
         return (NodeRecord(place: place, parent: NodeID(parent), attributes: attributes), name)
@@ -51,7 +66,7 @@ struct NodeStore {
         guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
             throw .notFound("node \(id)")
         }
-        return try authenticate(row).1
+        return try authenticate(row, names: .decode).1
     }
 
     func existingRecord(_ id: NodeID) throws(VaultError) -> NodeRecord {
@@ -72,7 +87,7 @@ struct NodeStore {
         let tag = cipher.tag(for: name, in: parent)
         guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND name_tag = ?",
                                    [.integer(parent.rawValue), .blob(tag)]) else { return nil }
-        return try authenticate(row, expectedName: name).0
+        return try authenticate(row, names: .expect(name)).0
     }
 
     /// A dictionary's entries. Their number must match the count sealed in the dictionary's
@@ -81,7 +96,7 @@ struct NodeStore {
         var result: [(name: ItemName, record: NodeRecord)] = []
         try db.query("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.id.rawValue)]) {
             (row) throws(VaultError) in
-            let (record, name) = try authenticate(row)
+            let (record, name) = try authenticate(row, names: .decode)
             result.append((name!, record))
         }
         guard result.count == parent.attributes.size else {
