@@ -14,7 +14,8 @@ extension Vault {
             // One indexed query; the parent is only examined to explain a miss.
             if let record = try store.child(named: name, in: parent) { return record.node }
             _ = try store.dictionary(parent)
-            throw .notFound(store.describe(parent, appending: name))
+            // Every create begins with a lookup that misses: no path walk for its message.
+            throw .notFound(name.description)
         }
     }
 

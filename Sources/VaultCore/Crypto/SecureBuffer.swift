@@ -6,7 +6,8 @@ import CSodium
 /// Non-copyable so a secret has exactly one owner; bytes are reachable only inside closures
 /// so no Swift array or string copy of them is ever needed.
 public struct SecureBuffer: ~Copyable, @unchecked Sendable {
-    private var base: UnsafeMutableRawPointer
+    /// nil while the capacity is 0: an empty buffer (a new file) costs no guarded mapping.
+    private var base: UnsafeMutableRawPointer?
     /// Bytes usable without reallocating.
     public private(set) var capacity: Int
     /// Bytes that hold data; the rest of the capacity is zero.
@@ -15,7 +16,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Allocates `capacity` zeroed bytes of locked memory.
     public init(capacity: Int) throws(VaultError) {
         precondition(capacity >= 0, "negative capacity")
-        base = try SecureBuffer.allocate(capacity)
+        base = capacity == 0 ? nil : try SecureBuffer.allocate(capacity)
         self.capacity = capacity
         count = 0
     }
@@ -24,11 +25,12 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// buffer the kernel handed over, which the caller then wipes).
     public init(copying bytes: UnsafeRawBufferPointer) throws(VaultError) {
         try self.init(capacity: bytes.count)
-        if let src = bytes.baseAddress, bytes.count > 0 { base.copyMemory(from: src, byteCount: bytes.count) }
+        if let src = bytes.baseAddress, let base, bytes.count > 0 { base.copyMemory(from: src, byteCount: bytes.count) }
         count = bytes.count
     }
 
     deinit {
+        guard let base else { return }
         sodium_memzero(base, SecureBuffer.allocationSize(capacity))
         sodium_free(base)
     }
@@ -65,7 +67,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
             newCount = try body(UnsafeMutableRawBufferPointer(start: base, count: capacity))
         } catch {
             // Keep the promise that bytes past `count` are zero, whatever the closure wrote.
-            sodium_memzero(base + count, capacity - count)
+            if let base { sodium_memzero(base + count, capacity - count) }
             throw error
         }
         precondition(newCount >= 0 && newCount <= capacity, "count outside capacity")
@@ -75,7 +77,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Changes the data count; bytes beyond the new count are wiped, bytes gained read as zero.
     public mutating func setCount(_ newCount: Int) {
         precondition(newCount >= 0 && newCount <= capacity, "count outside capacity")
-        if newCount < count { sodium_memzero(base + newCount, count - newCount) }
+        if newCount < count, let base { sodium_memzero(base + newCount, count - newCount) }
         count = newCount
     }
 
@@ -85,9 +87,11 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
         guard minimumCapacity > capacity else { return }
         let newCapacity = max(minimumCapacity, capacity * 2)
         let newBase = try SecureBuffer.allocate(newCapacity)
-        if count > 0 { newBase.copyMemory(from: base, byteCount: count) }
-        sodium_memzero(base, SecureBuffer.allocationSize(capacity))
-        sodium_free(base)
+        if let base {
+            if count > 0 { newBase.copyMemory(from: base, byteCount: count) }
+            sodium_memzero(base, SecureBuffer.allocationSize(capacity))
+            sodium_free(base)
+        }
         base = newBase
         capacity = newCapacity
     }
@@ -99,7 +103,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
         let (end, overflow) = offset.addingReportingOverflow(bytes.count)
         precondition(!overflow, "offset overflows")
         try reserve(end)
-        if let src = bytes.baseAddress, bytes.count > 0 { (base + offset).copyMemory(from: src, byteCount: bytes.count) }
+        if let src = bytes.baseAddress, let base, bytes.count > 0 { (base + offset).copyMemory(from: src, byteCount: bytes.count) }
         if end > count { count = end }
     }
 
@@ -118,7 +122,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Constant-time comparison of the data bytes.
     public func hasSameBytes(as other: borrowing SecureBuffer) -> Bool {
         guard count == other.count else { return false }
-        if count == 0 { return true }
+        guard count > 0, let base else { return true }
         return other.withUnsafeBytes { o in sodium_memcmp(base, o.baseAddress!, count) == 0 }
     }
 }
