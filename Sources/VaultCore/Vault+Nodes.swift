@@ -74,6 +74,27 @@ extension Vault {
         }
     }
 
+    /// The same for a caller that keeps its buffer: padding happens in it (capacity may grow,
+    /// bytes and count are unchanged), saving a second locked allocation per store.
+    public func replaceContent(of id: NodeID, with content: inout SecureBuffer,
+                               modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
+        try checkItemSize(content.count)
+        return try writing { (store) throws(VaultError) -> Node in
+            let record = try store.existingRecord(id)
+            guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
+            let attributes = try store.writeContent(count: content.count, of: record, modified: modified ?? .now(),
+                                                    changed: changed) { (place, generation) throws(VaultError) in
+                try store.cipher.sealContent(inPlace: &content, place, generation: generation)
+            }
+            return Node(id: id, parent: record.parent, attributes: attributes)
+        }
+    }
+
+    /// The capacity a buffer of `count` bytes needs to be stored without reallocating.
+    public static func storageCapacity(forContentOf count: Int) -> Int {
+        RecordCipher.contentBucket(for: count)
+    }
+
     /// chmod / utimens.
     public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil) throws(VaultError) -> Node {
         try writing { (store) throws(VaultError) -> Node in

@@ -333,6 +333,8 @@ final class FileSystem: Sendable {
                 reject(file, because: error)
                 throw error
             }
+            // Room for the padding too, so storing it needs no second buffer.
+            try file.content.reserve(Vault.storageCapacity(forContentOf: start + bytes.count))
             try file.content.write(bytes, at: start)
             file.dirty = true
             file.modified = .now()
@@ -375,7 +377,7 @@ final class FileSystem: Sendable {
     private func commit(_ file: OpenFile) throws(VaultError) {
         guard file.dirty, !file.unlinked else { return }
         do throws(VaultError) {
-            file.node = try vault.replaceContent(of: file.id, with: file.content, modified: file.modified, changed: file.lastChange)
+            file.node = try vault.replaceContent(of: file.id, with: &file.content, modified: file.modified, changed: file.lastChange)
             file.dirty = false
         } catch .notFound {
             file.unlinked = true  // removed behind our back (the CLI): nothing to store into

@@ -174,12 +174,20 @@ struct NodeStore {
     /// Replaces an item's content; returns its new attributes.
     func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
                       changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
+        try writeContent(count: content.count, of: record, modified: modified, changed: changed) { (place, generation) throws(VaultError) in
+            try cipher.sealContent(content, place, generation: generation)
+        }
+    }
+
+    /// Replaces an item's content with what `seal` encrypts for its place and new generation.
+    func writeContent(count: Int, of record: NodeRecord, modified: Timestamp, changed: Timestamp?,
+                      seal: (RecordPlace, UInt64) throws(VaultError) -> [UInt8]) throws(VaultError) -> NodeAttributes {
         var attributes = record.attributes
         attributes.contentGeneration += 1
-        attributes.size = content.count
+        attributes.size = count
         attributes.modified = modified
         attributes.changed = max(changed ?? Timestamp.now(), attributes.changed)
-        let sealed = try cipher.sealContent(content, record.place, generation: attributes.contentGeneration)
+        let sealed = try seal(record.place, attributes.contentGeneration)
         try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
                    [.blob(cipher.sealAttributes(attributes, record.place)), .blob(sealed), .integer(record.id.rawValue)])
         return attributes
