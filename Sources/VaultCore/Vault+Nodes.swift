@@ -62,20 +62,9 @@ extension Vault {
 
     /// Replaces an item's whole content in one transaction: readers see the old or the new.
     /// `changed` is when the content last changed (default now); a later stored ctime (from a
-    /// chmod after the writes) is kept, so ctime never moves back or jumps at the commit.
-    public func replaceContent(of id: NodeID, with content: borrowing SecureBuffer,
-                               modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
-        try checkItemSize(content.count)
-        return try writing { (store) throws(VaultError) -> Node in
-            let record = try store.existingRecord(id)
-            guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            let attributes = try store.writeContent(content, of: record, modified: modified ?? .now(), changed: changed)
-            return Node(id: id, parent: record.parent, attributes: attributes)
-        }
-    }
-
-    /// The same for a caller that keeps its buffer: padding happens in it (capacity may grow,
-    /// bytes and count are unchanged), saving a second locked allocation per store.
+    /// chmod after the writes) is kept, so ctime never moves back or jumps at the commit. The
+    /// padding happens in `content` itself (its capacity may grow; its bytes and count do not
+    /// change), which saves a second locked allocation per store.
     public func replaceContent(of id: NodeID, with content: inout SecureBuffer,
                                modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
         try checkItemSize(content.count)

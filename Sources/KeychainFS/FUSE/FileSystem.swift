@@ -171,7 +171,7 @@ final class FileSystem: Sendable {
                     guard node.kind == .item else { throw .isADictionary("\(id)") }
                     var content = try vault.content(of: id)
                     try content.resize(to: size)
-                    _ = try vault.replaceContent(of: id, with: content)
+                    _ = try vault.replaceContent(of: id, with: &content)
                 }
             }
             if mode != nil || modified != nil {
