@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Glibc
 import Testing
@@ -152,5 +153,36 @@ final class ForegroundDaemon {
         #expect(try m.cli.cli(["rm", "app/from-cli"]).status == 0)
         usleep(1_000_000)
         #expect(errnoOf { open(m.path("app/from-cli"), O_RDONLY) } == ENOENT)
+    }
+}
+
+@Suite struct MountBadVaultTests {
+    @Test func unusableVaultFilesAreRefusedByMountWithNothingMounted() throws {
+        let f = try CLIFixture()
+        let mountpoint = f.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        func mount(_ vault: String) throws -> RunResult {
+            try run(keychainfsBinary, ["mount", "--vault", vault, "--passphrase-file", f.passphraseFile, mountpoint])
+        }
+        let directory = f.directory + "/a-directory"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let text = f.directory + "/text"
+        FileManager.default.createFile(atPath: text, contents: Data("not a vault\n".utf8))
+        let empty = f.directory + "/empty"
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        for (vault, expected) in [(directory, "it is a directory"), (text, "not an SQLite database"), (empty, "the file is empty")] {
+            let result = try mount(vault)
+            #expect(result.status == Status.unusable, "\(vault): \(result.stderr)")
+            #expect(result.stderr.contains(expected))
+            #expect(!isMounted(mountpoint))
+        }
+        var db: OpaquePointer?
+        #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = 9", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(db)
+        let newer = try mount(f.vault)
+        #expect(newer.status == Status.unusable)
+        #expect(newer.stderr.contains("newer than this keychainfs supports"))
+        #expect(!isMounted(mountpoint))
     }
 }
