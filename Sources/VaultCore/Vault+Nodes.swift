@@ -26,6 +26,23 @@ extension Vault {
         }
     }
 
+    /// An item and its content, read together (one lock, one snapshot): what an open needs.
+    public struct ItemSnapshot: ~Copyable {
+        public let node: Node
+        public var content: SecureBuffer
+
+        /// Hands over the content (the snapshot ends).
+        public consuming func takeContent() -> SecureBuffer { content }
+    }
+
+    public func item(_ id: NodeID) throws(VaultError) -> ItemSnapshot {
+        try reading { (store) throws(VaultError) -> ItemSnapshot in
+            let record = try store.existingRecord(id)
+            guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
+            return ItemSnapshot(node: record.node, content: try store.content(of: record))
+        }
+    }
+
     /// An item's content, decrypted into locked memory.
     public func content(of id: NodeID) throws(VaultError) -> SecureBuffer {
         try reading { (store) throws(VaultError) -> SecureBuffer in

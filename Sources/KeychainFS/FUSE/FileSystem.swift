@@ -278,11 +278,10 @@ final class FileSystem: Sendable {
     /// open(2): the descriptor gets the stored content (none with O_TRUNC, stored at close).
     func open(_ inode: UInt64, flags: Int32) throws(VaultError) -> UInt64 {
         try state.withLock { (state) throws(VaultError) in
-            let id = NodeID(Int64(inode))
-            let node = try vault.node(id)
-            guard node.kind == .item else { throw .isADictionary("\(id)") }
+            let snapshot = try vault.item(NodeID(Int64(inode)))
+            let node = snapshot.node
             let truncating = flags & O_TRUNC != 0
-            let file = OpenFile(node: node, content: truncating ? try SecureBuffer(capacity: 0) : try vault.content(of: id),
+            let file = OpenFile(node: node, content: truncating ? try SecureBuffer(capacity: 0) : snapshot.takeContent(),
                                 append: flags & O_APPEND != 0)
             if truncating { try resize(file, to: 0) }
             let handle = state.newHandle()
