@@ -48,6 +48,9 @@ public struct NodeAttributes: Sendable, Equatable {
     /// an older content ciphertext cannot be paired with newer attributes.
     var contentGeneration: UInt64
 
+    /// Changes with every stored content: tells whether an item changed between two reads.
+    public var contentVersion: UInt64 { contentGeneration }
+
     static let encodedCount = 48
 
     func encoded() -> [UInt8] {

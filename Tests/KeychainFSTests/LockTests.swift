@@ -87,14 +87,52 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(readFile(m.path("app/token")) == Array("token".utf8))
     }
 
-    @Test func aWritePendingWhenTheLockComesIsCommittedNotDropped() throws {
+    @Test func aWritePendingWhenTheLockComesIsRefusedWithAnErrorNeverStoredHalfWay() throws {
         let m = try MountFixture()
-        let fd = open(m.path("draft"), O_WRONLY | O_CREAT, 0o600)
-        #expect(fd >= 0)
-        #expect(write(fd, "pending", 7) == 7)
+        #expect(writeFile(m.path("draft"), Array("user=alice\npassword=old\n".utf8)) == 0)
+        let writer = try HeldDescriptor(m.path("draft"), "O_WRONLY|O_TRUNC")
+        #expect(writer.send("pwrite 0 user=alice") == 0)
         #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
-        #expect(close(fd) == 0)
-        #expect(try m.cli.cli(["get", "draft"]).stdoutText == "pending")
+        #expect(writer.send("pwrite 10 password=new") == EACCES)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(writer.send("pwrite 10 password=new") == EACCES)  // the descriptor stays refused
+        #expect(writer.send("close") == EACCES)  // the close says so: nothing is dropped silently
+        #expect(try storedContent(m, "draft") == "user=alice\npassword=old\n")
+    }
+
+    @Test func unlockingIsNotUndoneByTheIdleLock() throws {
+        let m = try MountFixture()
+        try m.unmount()
+        #expect(try m.mount(extra: ["--idle-lock", "1s"]).status == 0)
+        #expect(writeFile(m.path("x"), [7]) == 0)
+        var locked = false
+        for _ in 0..<50 where !locked {
+            usleep(100_000)
+            locked = try status(m.mountpoint).locked
+        }
+        #expect(locked)
+        sleep(2)  // well past the idle time
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        usleep(500_000)
+        #expect(try status(m.mountpoint).locked == false)
+        #expect(readFile(m.path("x")) == [7])
+    }
+
+    @Test func anOpenDirectoryAnswersEACCESOnceLocked() throws {
+        let m = try MountFixture()
+        // Long names, so one getdents buffer (32 KiB in glibc) holds only part of the listing.
+        let prefix = String(repeating: "n", count: 150)
+        for i in 0..<600 { #expect(writeFile(m.path(prefix + "\(i)"), [1]) == 0) }
+        guard let dir = opendir(m.mountpoint) else { Issue.record("opendir failed"); return }
+        defer { closedir(dir) }
+        #expect(readdir(dir) != nil)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        var names = 0
+        errno = 0
+        while readdir(dir) != nil { names += 1 }
+        // What the first getdents already fetched may still come out of libc's buffer, never more.
+        #expect(names < 600)
+        #expect(errno == EACCES)
     }
 
     @Test func idleLockAndSIGUSR1() throws {

@@ -41,6 +41,28 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(try storedContent(m, "f") == "good")
     }
 
+    @Test func aStatByPathShowsTheSizeBeingWrittenSoAppendsLandAtTheEnd() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("abcde".utf8)) == 0)
+        let writer = try HeldDescriptor(m.path("f"), "O_WRONLY|O_APPEND")
+        #expect(writer.send("pwrite 0 fghij") == 0)  // with O_APPEND, at the end
+        var st = stat()
+        #expect(stat(m.path("f"), &st) == 0 && st.st_size == 10)
+        #expect(writer.send("pwrite 0 XYZ") == 0)
+        #expect(writer.send("close") == 0)
+        #expect(try storedContent(m, "f") == "abcdefghijXYZ")
+    }
+
+    @Test func afterAnOversizedWriteTheDescriptorStoresNothingAtAll() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("keepme".utf8)) == 0)
+        let fd = try HeldDescriptor(m.path("f"), "O_WRONLY")
+        #expect(fd.write([UInt8](repeating: 1, count: (1 << 20) + 1)) == EFBIG)
+        #expect(fd.send("pwrite 0 small") == EFBIG)
+        #expect(fd.send("close") == EFBIG)
+        #expect(try storedContent(m, "f") == "keepme")
+    }
+
     @Test func ftruncateIsStoredWithTheContentAtClose() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("old secret".utf8)) == 0)

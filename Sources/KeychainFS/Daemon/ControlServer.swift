@@ -1,4 +1,5 @@
 import CLinux
+import CSodium
 import Glibc
 import VaultCore
 
@@ -76,8 +77,11 @@ final class ControlServer: Sendable {
                     if errno == EINTR || errno == ECONNABORTED { continue }
                     return
                 }
-                serve(connection)
-                close(connection)
+                // One thread per request: a client that says nothing holds up no one else.
+                HelperThread.start { [self] in
+                    serve(connection)
+                    close(connection)
+                }
             }
         }
     }
@@ -92,10 +96,13 @@ final class ControlServer: Sendable {
             ControlSocket.send(connection, "error \(ExitStatus.failure) permission denied: not the mounting user")
             return
         }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = ControlSocket.readLine(connection)
-        let words = request.split(separator: " ")
+        // The request line is short and parsed as bytes, then wiped: a passphrase sent by
+        // mistake in its place must not linger in a Swift string.
+        var line = ControlSocket.readRequestLine(connection)
+        defer { line.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } } }
+        let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
         switch words.first {
         case "status":
             ControlSocket.send(connection, "ok " + status().json)
@@ -103,7 +110,8 @@ final class ControlServer: Sendable {
             fileSystem.lock()
             ControlSocket.send(connection, "ok locked")
         case "unlock":
-            guard words.count == 2, let count = Int(words[1]), (1...SecretInput.maximumPassphraseBytes).contains(count) else {
+            guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
+                  (1...SecretInput.maximumPassphraseBytes).contains(count) else {
                 ControlSocket.send(connection, "error \(ExitStatus.usage) malformed unlock request")
                 return
             }
@@ -183,8 +191,32 @@ enum ControlSocket {
         return fd
     }
 
+    /// Never raises SIGPIPE: a client that went away must not take the daemon with it.
     static func send(_ fd: Int32, _ line: String) {
-        Terminal.writeAll(fd, line + "\n")
+        var bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// A request line: at most 32 bytes (the longest valid one is `unlock 4096`), within the
+    /// socket's receive timeout for each byte and 5 s in all.
+    static func readRequestLine(_ fd: Int32) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        let deadline = FileSystem.monotonicSeconds() + 5
+        while bytes.count < 32 && FileSystem.monotonicSeconds() <= deadline {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            bytes.append(byte)
+        }
+        byte = 0
+        return bytes
     }
 
     static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
@@ -204,6 +236,9 @@ enum ControlSocket {
                         then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
         let fd = try connect(to: RuntimeState.socketPath(for: mountpoint))
         defer { close(fd) }
+        // An unlock derives a key (seconds with the sensitive preset); nothing takes longer.
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         send(fd, line)
         writeMore(fd)
         let reply = readLine(fd)

@@ -50,6 +50,8 @@ enum MountDaemon {
         // Before any other thread exists, so that every thread inherits it blocked and only
         // the lock trigger's sigwait ever takes it.
         LockTriggers.blockSIGUSR1()
+        // Control clients may hang up early; a write to them must never end the daemon.
+        signal(SIGPIPE, SIG_IGN)
         // Launched in the background: leave the launcher's session and terminal behind, and
         // every descriptor it did not mean to pass (a parent waiting on one would never see us exit).
         if let readyFD {

@@ -1,4 +1,5 @@
 import CFuse
+import CSodium
 import Glibc
 import Synchronization
 
@@ -6,12 +7,15 @@ import Synchronization
 enum FUSENotifications {
     static func invalidate(session: OpaquePointer, entries: [(parent: UInt64, name: [UInt8])], inodes: [UInt64]) {
         for entry in entries {
-            entry.name.withUnsafeBufferPointer { name in
+            // libfuse sends the name with its terminating NUL.
+            var terminated = entry.name + [0]
+            terminated.withUnsafeBufferPointer { name in
                 name.withMemoryRebound(to: CChar.self) { chars in
                     // ENOENT only means the kernel had already let it go.
-                    _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), chars.baseAddress, chars.count)
+                    _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), chars.baseAddress, entry.name.count)
                 }
             }
+            terminated.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
         }
         for inode in inodes {
             _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)

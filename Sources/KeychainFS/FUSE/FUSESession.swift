@@ -25,7 +25,8 @@ enum FUSESession {
         guard let session = cfuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, userdata) else {
             throw MountFailure(message: "cannot start a FUSE session")
         }
-        defer { fuse_session_destroy(session) }
+        var destroyable = true
+        defer { if destroyable { fuse_session_destroy(session) } }
         // libfuse only takes over signals still at their default; a daemon started from a
         // script's background job inherits SIGINT ignored, and a parent may have blocked some.
         var endingSignals = sigset_t()
@@ -44,7 +45,7 @@ enum FUSESession {
         }
         defer { fuse_session_unmount(session) }
         fileSystem.attach(session: session)
-        defer { fileSystem.attach(session: nil) }
+        defer { destroyable = fileSystem.detachSession() }
         runLoop(session, fileSystem)
     }
 

@@ -1,3 +1,4 @@
+import CSodium
 import Glibc
 import Synchronization
 import VaultCore
@@ -20,6 +21,8 @@ final class FileSystem: Sendable {
     private let lastActivity = Atomic<Int64>(FileSystem.monotonicSeconds())
     /// The libfuse session, for cache invalidation notices; 0 when there is none.
     private let sessionAddress = Atomic<UInt>(0)
+    /// Notices being sent: the session is not destroyed under them.
+    private let notifying = Atomic<Int>(0)
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
@@ -31,6 +34,14 @@ final class FileSystem: Sendable {
         /// The kernel's lookup count per inode (entries it may hold in its caches).
         var lookupCounts: [UInt64: UInt64] = [:]
         var locked = false
+        /// An unlock is deriving its key; a lock asked for meanwhile is kept for when it ends.
+        var unlocking = false
+        var lockRequested = false
+
+        /// The descriptor holding the newest pending content of a node, if any.
+        func pendingWriter(of id: NodeID) -> OpenFile? {
+            files.values.filter { $0.id == id && $0.dirty && !$0.unlinked }.max { $0.modified < $1.modified }
+        }
 
         mutating func newHandle() -> UInt64 {
             defer { nextHandle += 1 }
@@ -57,9 +68,19 @@ final class FileSystem: Sendable {
 
     var secondsSinceActivity: Int64 { FileSystem.monotonicSeconds() - lastActivity.load(ordering: .relaxed) }
 
-    func attach(session: OpaquePointer?) {
-        sessionAddress.store(session.map { UInt(bitPattern: $0) } ?? 0, ordering: .sequentiallyConsistent)
-        if let session { pageCache.start(session: session) } else { pageCache.stop() }
+    func attach(session: OpaquePointer) {
+        pageCache.start(session: session)
+        sessionAddress.store(UInt(bitPattern: session), ordering: .sequentiallyConsistent)
+    }
+
+    /// Stops notices; false if one is still stuck in the kernel after 2 s (it may wait on a
+    /// request the finished loop will never answer), in which case the session must not be
+    /// destroyed: the process exit closes /dev/fuse and frees it.
+    func detachSession() -> Bool {
+        pageCache.stop()
+        sessionAddress.store(0, ordering: .sequentiallyConsistent)
+        for _ in 0..<200 where notifying.load(ordering: .sequentiallyConsistent) > 0 { usleep(10_000) }
+        return notifying.load(ordering: .sequentiallyConsistent) == 0
     }
 
     func sessionDidStart() {
@@ -111,6 +132,9 @@ final class FileSystem: Sendable {
             if let handle, let file = state.files[handle], file.id == id, file.dirty || file.unlinked {
                 return stat(of: file.node, file: file)
             }
+            // A stat by path shows the size being written, or the kernel would learn the stored
+            // size and an appending writer's next offset would fall inside its own data.
+            if let writer = state.pendingWriter(of: id) { return stat(of: writer.node, file: writer) }
             do throws(VaultError) {
                 return stat(of: try vault.node(id))
             } catch .notFound {
@@ -194,6 +218,7 @@ final class FileSystem: Sendable {
                 }
             }
             if let file, file.dirty || file.unlinked { return stat(of: file.node, file: file) }
+            if let writer = state.pendingWriter(of: id) { return stat(of: writer.node, file: writer) }
             do throws(VaultError) {
                 return stat(of: try vault.node(id))
             } catch .notFound {
@@ -236,7 +261,9 @@ final class FileSystem: Sendable {
 
     func openDirectory(_ inode: UInt64) throws(VaultError) -> UInt64 {
         let listing = try listDirectory(inode)
-        return state.withLock { state in
+        return try state.withLock { (state) throws(VaultError) in
+            // A lock may have come while the listing was built: it must not outlive it.
+            guard !state.locked else { throw .locked }
             let handle = state.newHandle()
             state.directories[handle] = listing
             return handle
@@ -261,9 +288,13 @@ final class FileSystem: Sendable {
     func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
         if offset == 0 {
             let fresh = try listDirectory(inode)
-            state.withLock { $0.directories[handle] = fresh }
+            try state.withLock { (state) throws(VaultError) in
+                guard !state.locked else { throw .locked }
+                state.directories[handle] = fresh
+            }
         }
-        return state.withLock { state in
+        return try state.withLock { (state) throws(VaultError) in
+            guard !state.locked else { throw .locked }
             guard let listing = state.directories[handle], offset >= 0, offset < listing.entries.count else { return [] }
             return listing.entries[offset...]
         }
@@ -310,6 +341,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
+            if let refusal = file.refusal { throw refusal }
             try recall(file)
             file.content.withUnsafeBytes { bytes in
                 let start = min(max(offset, 0), bytes.count)
@@ -324,6 +356,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let file = state.files[handle] else { throw .invalidArgument("bad file handle") }
+            if let refusal = file.refusal { throw refusal }
             try recall(file)
             let start = file.append ? file.content.count : offset
             do throws(VaultError) {
@@ -343,22 +376,24 @@ final class FileSystem: Sendable {
     }
 
     /// A write went past the item limit. The kernel may already have delivered the first parts
-    /// of that write, so the descriptor's pending content goes back to what is stored and its
-    /// close reports the error: nothing of the oversized write is stored.
+    /// of that write, so the descriptor's pending content is dropped and the descriptor refuses
+    /// everything after: nothing of the oversized write is ever stored.
     private func reject(_ file: OpenFile, because error: VaultError) {
-        file.rejected = error
+        file.refusal = error
         file.dirty = false
-        if !file.unlinked, let stored = try? vault.content(of: file.id) {
-            file.content = stored
-            file.modified = file.node.attributes.modified
-        }
+        if let empty = try? SecureBuffer(capacity: 0) { file.content = empty }
     }
 
-    /// Reloads content that a lock wiped, now that the vault is unlocked again.
+    /// Reloads content that a lock wiped, now that the vault is unlocked again, provided the
+    /// item did not change meanwhile (a descriptor never reads two versions).
     private func recall(_ file: OpenFile) throws(VaultError) {
         guard file.forgotten else { return }
         guard !file.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
-        file.content = try vault.content(of: file.id)
+        let snapshot = try vault.item(file.id)
+        guard snapshot.node.attributes.contentVersion == file.node.attributes.contentVersion else {
+            throw .integrityFailure("the item changed while the vault was locked; reopen it")
+        }
+        file.content = snapshot.takeContent()
         file.forgotten = false
     }
 
@@ -387,10 +422,7 @@ final class FileSystem: Sendable {
     func flush(_ handle: UInt64) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.files[handle] else { return }
-            if let rejection = file.rejected {
-                file.rejected = nil
-                throw rejection
-            }
+            if let refusal = file.refusal { throw refusal }
             try commit(file)
         }
     }
@@ -403,7 +435,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.files.removeValue(forKey: handle) else { return }
             closed = UInt64(file.id.rawValue)
-            if file.rejected == nil { try commit(file) }
+            if file.refusal == nil { try commit(file) }
         }
     }
 
@@ -435,8 +467,16 @@ final class FileSystem: Sendable {
         var entries: [(parent: UInt64, name: [UInt8])] = []
         var inodes: [UInt64] = []
         state.withLock { state in
-            guard !state.locked else { return }
-            commitPendingWrites(state)
+            guard !state.locked else {
+                if state.unlocking { state.lockRequested = true }
+                return
+            }
+            // Unfinished writes are refused, not stored half-written: their descriptors answer
+            // EACCES from now on and their close reports it.
+            for file in state.files.values where file.dirty && !file.unlinked {
+                file.refusal = .locked
+                file.dirty = false
+            }
             // Names of what the kernel caches, decrypted while the keys still exist.
             for inode in state.lookupCounts.keys where inode != UInt64(NodeID.root.rawValue) {
                 inodes.append(inode)
@@ -453,24 +493,24 @@ final class FileSystem: Sendable {
             vault.lock()
         }
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
+        for index in entries.indices {
+            entries[index].name.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
+        }
     }
 
-    /// Stores every descriptor's unstored writes (before a lock or an exit wipes them); a
-    /// failure is reported at that descriptor's close.
+    /// Stores every descriptor's unstored writes before an exit wipes them (an unmount is a
+    /// last close for all of them); a failure is lost with the process, as with any close.
     private func commitPendingWrites(_ state: borrowing State) {
-        for file in state.files.values where file.dirty && !file.unlinked {
-            do throws(VaultError) {
-                try commit(file)
-            } catch {
-                file.rejected = error
-                file.dirty = false
-            }
+        for file in state.files.values where file.dirty && !file.unlinked && file.refusal == nil {
+            try? commit(file)
         }
     }
 
     /// Outside our mutex and never on the session loop's thread: the kernel may need the loop
     /// to answer other requests before it can drop an entry.
     private func invalidateKernelCaches(entries: [(parent: UInt64, name: [UInt8])], inodes: [UInt64]) {
+        notifying.add(1, ordering: .sequentiallyConsistent)
+        defer { notifying.subtract(1, ordering: .sequentiallyConsistent) }
         let address = sessionAddress.load(ordering: .sequentiallyConsistent)
         guard address != 0, let session = OpaquePointer(bitPattern: address) else { return }
         FUSENotifications.invalidate(session: session, entries: entries, inodes: inodes)
@@ -478,8 +518,25 @@ final class FileSystem: Sendable {
 
     /// Unlocks with a passphrase; a wrong one leaves everything locked.
     func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        state.withLock { state in
+            state.unlocking = true
+            state.lockRequested = false
+        }
+        var unlocked = false
+        defer {
+            state.withLock { state in
+                state.unlocking = false
+                if unlocked && !state.lockRequested { state.locked = false }
+            }
+            if unlocked {
+                // Idle time starts again now, or the idle lock would undo this at once.
+                noteActivity()
+            }
+        }
         try vault.unlock(passphrase: passphrase)
-        state.withLock { $0.locked = false }
+        unlocked = true
+        // A lock asked for during the key derivation wins.
+        if state.withLock({ $0.lockRequested }) { vault.lock() }
     }
 
     /// Stores pending writes, then wipes every open item's plaintext and the keys (unmount,

@@ -20,8 +20,9 @@ final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's 
     var unlinked = false
     /// Locking wiped the plaintext; it is reloaded from the vault on the next use after unlock.
     var forgotten = false
-    /// A write went past the item limit; the next flush reports it.
-    var rejected: VaultError?
+    /// Why this descriptor can no longer be used (a write past the item limit, or pending
+    /// writes a lock refused): reads, writes and flushes report it, and its close stores nothing.
+    var refusal: VaultError?
 
     var id: NodeID { node.id }
 
