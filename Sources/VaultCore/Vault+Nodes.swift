@@ -115,7 +115,9 @@ extension Vault {
     }
 
     /// unlink (`kind == .item`) or rmdir (`kind == .dictionary`, which must be empty).
-    public func remove(named name: ItemName, in parent: NodeID, kind: NodeKind) throws(VaultError) {
+    /// Returns the removed node.
+    @discardableResult
+    public func remove(named name: ItemName, in parent: NodeID, kind: NodeKind) throws(VaultError) -> NodeID {
         try writing { (store) throws(VaultError) in
             let dictionary = try store.dictionary(parent)
             guard let record = try store.child(named: name, in: parent) else {
@@ -124,6 +126,7 @@ extension Vault {
             try store.checkRemovable(record, as: kind, path: store.describe(parent, appending: name))
             try store.delete(record)
             try store.changeEntries(of: dictionary, by: -1, at: .now())
+            return record.id
         }
     }
 

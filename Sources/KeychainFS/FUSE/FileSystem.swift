@@ -243,9 +243,8 @@ final class FileSystem: Sendable {
 
     func unlink(_ parent: UInt64, _ name: ItemName) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
-            let node = try vault.lookup(name, in: NodeID(Int64(parent)))
-            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
-            for file in state.files.values where file.id == node.id { file.unlinked = true }
+            let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
+            for file in state.files.values where file.id == removed { file.unlinked = true }
         }
     }
 
