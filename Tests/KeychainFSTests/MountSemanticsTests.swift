@@ -53,6 +53,19 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(try storedContent(m, "f") == "abcdefghijXYZ")
     }
 
+    @Test func twoProcessesAppendingAtOnceBothKeepTheirLines() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("log"), Array("base\n".utf8)) == 0)
+        let first = try HeldDescriptor(m.path("log"), "O_WRONLY|O_APPEND")
+        let second = try HeldDescriptor(m.path("log"), "O_WRONLY|O_APPEND")
+        #expect(first.send("pwrite 0 from-first;") == 0)
+        #expect(second.send("pwrite 0 from-second;") == 0)
+        #expect(second.send("close") == 0)
+        #expect(first.send("pwrite 0 again;") == 0)
+        #expect(first.send("close") == 0)
+        #expect(try storedContent(m, "log") == "base\nfrom-second;from-first;again;")
+    }
+
     @Test func afterAnOversizedWriteTheDescriptorStoresNothingAtAll() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("keepme".utf8)) == 0)

@@ -313,7 +313,7 @@ final class FileSystem: Sendable {
             let truncating = flags & O_TRUNC != 0
             let file = OpenFile(node: node, content: truncating ? try SecureBuffer(capacity: 0) : snapshot.takeContent(),
                                 append: flags & O_APPEND != 0)
-            if truncating { try resize(file, to: 0) }
+            if truncating { try resize(file, to: 0) } else if file.append { file.appendedFrom = file.content.count }
             let handle = state.newHandle()
             state.files[handle] = file
             return handle
@@ -397,6 +397,7 @@ final class FileSystem: Sendable {
     }
 
     private func resize(_ file: OpenFile, to size: Int) throws(VaultError) {
+        file.appendedFrom = nil  // no longer a pure append: its whole content is stored
         try vault.checkItemSize(size)
         try recall(file)
         try file.content.resize(to: size)
@@ -410,8 +411,22 @@ final class FileSystem: Sendable {
     private func commit(_ file: OpenFile) throws(VaultError) {
         guard file.dirty, !file.unlinked else { return }
         do throws(VaultError) {
+            if let start = file.appendedFrom {
+                // Rebase this descriptor's appended bytes onto the stored content: another
+                // appender may have stored its own since we opened.
+                var stored = try vault.item(file.id).takeContent()
+                let appended = file.content.count - start
+                try vault.checkItemSize(stored.count + appended)
+                try stored.reserve(Vault.storageCapacity(forContentOf: stored.count + appended))
+                try file.content.withUnsafeBytes { (bytes) throws(VaultError) in
+                    try stored.append(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+                }
+                file.content = stored
+                file.appendedFrom = file.content.count - appended
+            }
             file.node = try vault.replaceContent(of: file.id, with: &file.content, modified: file.modified, changed: file.lastChange)
             file.dirty = false
+            if file.appendedFrom != nil { file.appendedFrom = file.content.count }
         } catch .notFound {
             file.unlinked = true  // removed behind our back (the CLI): nothing to store into
         }

@@ -20,6 +20,11 @@ final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's 
     var unlinked = false
     /// Locking wiped the plaintext; it is reloaded from the vault on the next use after unlock.
     var forgotten = false
+    /// For a descriptor that only appends (O_APPEND, never truncated): where its own bytes
+    /// begin. Its store appends them to whatever is stored by then, so two processes appending
+    /// at once (`>>`) both keep their lines.
+    var appendedFrom: Int?
+
     /// Why this descriptor can no longer be used (a write past the item limit, or pending
     /// writes a lock refused): reads, writes and flushes report it, and its close stores nothing.
     var refusal: VaultError?
