@@ -235,10 +235,6 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Changes each time any process commits to the vault (for cache invalidation).
-    public func changeCounter() throws(VaultError) -> Int64 {
-        try state.withLock { (state) throws(VaultError) -> Int64 in try state.db.dataVersion() }
-    }
 
     /// Whether an item of `count` bytes may be stored in this vault.
     public func checkItemSize(_ count: Int) throws(VaultError) {

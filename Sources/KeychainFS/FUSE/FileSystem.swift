@@ -187,13 +187,11 @@ final class FileSystem: Sendable {
             let id = NodeID(Int64(inode))
             let file = handle.flatMap { state.files[$0] }.flatMap { $0.id == id ? $0 : nil }
             if let size {
-                try vault.checkItemSize(size)
                 if let file {
-                    try resize(file, to: size)
+                    try resize(file, to: size)  // checks the limit
                 } else {
-                    let node = try vault.node(id)
-                    guard node.kind == .item else { throw .isADictionary("\(id)") }
-                    var content = try vault.content(of: id)
+                    try vault.checkItemSize(size)
+                    var content = try vault.item(id).takeContent()
                     try content.resize(to: size)
                     _ = try vault.replaceContent(of: id, with: &content)
                 }

@@ -188,8 +188,4 @@ final class SQLiteConnection: @unchecked Sendable {
         return result
     }
 
-    /// Changes whenever another connection commits; lets a long-lived reader notice updates.
-    func dataVersion() throws(VaultError) -> Int64 {
-        try integer("PRAGMA data_version")
-    }
 }
