@@ -7,18 +7,26 @@ import Testing
     @Test func theUsedByLinesWorkAsWritten() throws {
         let home = NSTemporaryDirectory() + "keychainfs-home-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: home + "/secrets", withIntermediateDirectories: true)
-        let session = "readme\(getpid())\(Int.random(in: 0..<1_000_000))"
+        let session = "readme"
+        let socket = home + "/tmux.socket"
         let shell = "env -u XDG_DATA_HOME -u KEYCHAINFS_VAULT -u XDG_RUNTIME_DIR HOME=\(home) PATH=\(URL(fileURLWithPath: keychainfsBinary).deletingLastPathComponent().path):/usr/bin:/bin bash --norc --noprofile"
+        // A server of its own, started with no descriptor but 0-2: Foundation's Process learns
+        // that a child exited when a socket the child inherits closes, so a tmux server that
+        // inherited it would keep `run` waiting for as long as the server lives.
+        func tmux(_ arguments: [String]) throws -> RunResult {
+            try run("/usr/bin/python3", ["-c", "import os, sys; os.closerange(3, 1 << 16); os.execv(sys.argv[1], sys.argv[1:])",
+                                         "/usr/bin/tmux", "-S", socket] + arguments)
+        }
         defer {
-            _ = try? sh("tmux kill-session -t \(session) 2>/dev/null; true")
+            _ = try? tmux(["kill-server"])
             if isMounted(home + "/secrets") { _ = try? run("/bin/fusermount3", ["-u", "-z", home + "/secrets"]) }
             try? FileManager.default.removeItem(atPath: home)
         }
         func type(_ keys: String) throws {
-            _ = try run("/usr/bin/tmux", ["send-keys", "-t", session, "-l", keys])
-            _ = try run("/usr/bin/tmux", ["send-keys", "-t", session, "Enter"])
+            _ = try tmux(["send-keys", "-t", session, "-l", keys])
+            _ = try tmux(["send-keys", "-t", session, "Enter"])
         }
-        func screen() -> String { (try? run("/usr/bin/tmux", ["capture-pane", "-p", "-t", session]).stdoutText) ?? "" }
+        func screen() -> String { (try? tmux(["capture-pane", "-p", "-t", session]).stdoutText) ?? "" }
         func waitFor(_ text: String) throws -> Bool {
             for _ in 0..<300 {
                 if screen().contains(text) { return true }
@@ -26,7 +34,7 @@ import Testing
             }
             return false
         }
-        #expect(try run("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "120", "-y", "30", shell]).status == 0)
+        #expect(try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "30", shell]).status == 0)
         try type("keychainfs ~/secrets")
         #expect(try waitFor("New passphrase"))
         try type("a long passphrase typed by hand")
