@@ -74,3 +74,28 @@ import VaultCore
         }
     }
 }
+
+@Suite struct SecureMemoryTests {
+    /// Small buffers reuse wiped, locked slots: what one owner wrote must never show through
+    /// the next, and every size up to a slot and past it keeps its full capacity usable.
+    @Test func reusedMemoryIsWipedAndEverySizeHoldsItsCapacity() throws {
+        for size in [1, 15, 64, 100, 4095, 4096, 4097, 20_000] {
+            for _ in 0..<20 {
+                var used = try SecureBuffer(capacity: size <= 4096 ? 4096 : size)  // a whole slot
+                used.withUnsafeMutableStorage { storage in
+                    memset(storage.baseAddress!, 0xA5, storage.count)
+                    return storage.count
+                }
+                _ = consume used
+                var fresh = try SecureBuffer(capacity: size)
+                #expect(fresh.capacity == size)
+                var nonZero = 0
+                fresh.withUnsafeMutableStorage { storage in
+                    nonZero = storage.reduce(0) { $0 + ($1 == 0 ? 0 : 1) }
+                    return 0
+                }
+                #expect(nonZero == 0, "a \(size)-byte buffer showed a previous owner's bytes")
+            }
+        }
+    }
+}

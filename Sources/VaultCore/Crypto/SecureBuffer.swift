@@ -1,7 +1,7 @@
 import CSodium
 
 /// The single owner of secret bytes: memory from `sodium_malloc` (guard pages, canary),
-/// locked into RAM, wiped with `sodium_memzero` before it is freed.
+/// locked into RAM, wiped with `sodium_memzero` before it is freed (SecureMemory).
 ///
 /// Non-copyable so a secret has exactly one owner; bytes are reachable only inside closures
 /// so no Swift array or string copy of them is ever needed.
@@ -16,7 +16,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Allocates `capacity` zeroed bytes of locked memory.
     public init(capacity: Int) throws(VaultError) {
         precondition(capacity >= 0, "negative capacity")
-        base = capacity == 0 ? nil : try SecureBuffer.allocate(capacity)
+        base = capacity == 0 ? nil : try SecureMemory.allocate(capacity)
         self.capacity = capacity
         count = 0
     }
@@ -31,26 +31,7 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
 
     deinit {
         guard let base else { return }
-        sodium_memzero(base, SecureBuffer.allocationSize(capacity))
-        sodium_free(base)
-    }
-
-    private static func allocationSize(_ capacity: Int) -> Int { max(capacity, 1) }
-
-    private static func allocate(_ capacity: Int) throws(VaultError) -> UnsafeMutableRawPointer {
-        Sodium.ensureInitialized()
-        let size = allocationSize(capacity)
-        guard let pointer = sodium_malloc(size) else {
-            throw .secureMemoryUnavailable("sodium_malloc of \(size) bytes failed")
-        }
-        // sodium_malloc does not report a failed mlock; check it ourselves so secrets never
-        // silently land in swappable memory once RLIMIT_MEMLOCK is reached.
-        guard sodium_mlock(pointer, size) == 0 else {
-            sodium_free(pointer)
-            throw .secureMemoryUnavailable("mlock of \(size) bytes failed: RLIMIT_MEMLOCK reached")
-        }
-        sodium_memzero(pointer, size)
-        return pointer
+        SecureMemory.free(base, size: capacity)
     }
 
     /// Reads the data bytes.
@@ -86,11 +67,10 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     public mutating func reserve(_ minimumCapacity: Int) throws(VaultError) {
         guard minimumCapacity > capacity else { return }
         let newCapacity = max(minimumCapacity, capacity * 2)
-        let newBase = try SecureBuffer.allocate(newCapacity)
+        let newBase = try SecureMemory.allocate(newCapacity)
         if let base {
             if count > 0 { newBase.copyMemory(from: base, byteCount: count) }
-            sodium_memzero(base, SecureBuffer.allocationSize(capacity))
-            sodium_free(base)
+            SecureMemory.free(base, size: capacity)
         }
         base = newBase
         capacity = newCapacity
