@@ -135,6 +135,28 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(errno == EACCES)
     }
 
+    /// A listing hands the kernel every entry with its attributes (readdirplus), as a lookup
+    /// would: each must be counted, so the lock makes the kernel forget all of them. Entries of
+    /// the mountpoint itself, since forgetting a subdirectory drops what lies below it anyway.
+    @Test func entriesLearnedFromAListingAreForgottenAtLock() throws {
+        let m = try MountFixture()
+        for i in 0..<300 { #expect(writeFile(m.path("s\(i)"), Array("value \(i)".utf8)) == 0) }
+        // Mounted afresh, so the kernel knows none of them but from the listing.
+        try m.unmount()
+        #expect(try m.mount().status == 0)
+        // `ls -l` lists and stats: one LOOKUP for each entry would mean the listing carried none.
+        #expect(try sh("ls -l \(m.mountpoint) > /dev/null").status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        var refused = 0
+        for i in 0..<300 {
+            var st = stat()
+            if errnoOf({ stat(m.path("s\(i)"), &st) }) == EACCES { refused += 1 }
+        }
+        #expect(refused == 300)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try sh("cat \(m.path("s1")) \(m.path("s299"))").stdoutText == "value 1value 299")
+    }
+
     @Test func idleLockAndSIGUSR1() throws {
         let m = try MountFixture()
         try m.unmount()

@@ -56,7 +56,12 @@ final class PageCacheDropper: Sendable {
     }
 
     func drop(_ inode: UInt64) {
-        pending.withLock { $0.append(inode) }
+        // One wake-up serves every inode queued before the thread takes the queue.
+        let wasIdle = pending.withLock { queued in
+            defer { queued.append(inode) }
+            return queued.isEmpty
+        }
+        guard wasIdle else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
     }

@@ -34,6 +34,7 @@ enum FUSEOperations {
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
         ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
         ops.readdir = { req, ino, size, offset, fi in FUSEOperations.readdir(req, ino, size, offset, fi) }
+        ops.readdirplus = { req, ino, size, offset, fi in FUSEOperations.readdirplus(req, ino, size, offset, fi) }
         ops.releasedir = { req, _, fi in FUSEOperations.releasedir(req, fi) }
         ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
         ops.statfs = { req, _ in FUSEOperations.statfs(req) }
@@ -78,6 +79,12 @@ enum FUSEOperations {
         guard let conn else { return }
         // Splice would move request data through pipes and unwiped heap copies inside libfuse.
         conn.pointee.want &= ~UInt32(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE)
+        // Every listing carries attributes, not just its first page (the kernel's "auto"): the
+        // vault decrypts them to list anyway, and it spares a LOOKUP per entry opened after.
+        if conn.pointee.capable & UInt32(FUSE_CAP_READDIRPLUS) != 0 {
+            conn.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
+            conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        }
         let fs = Unmanaged<FileSystem>.fromOpaque(userdata!).takeUnretainedValue()
         fs.sessionDidStart()
     }
@@ -175,6 +182,8 @@ enum FUSEOperations {
             // Direct I/O: plaintext never enters the kernel's page cache.
             fi.pointee.direct_io = 1
             fi.pointee.keep_cache = 0
+            // A reader's close stores nothing, so it need not wait for a FLUSH round trip.
+            if fi.pointee.flags & O_ACCMODE == O_RDONLY { fi.pointee.noflush = 1 }
             fuse_reply_open(req, fi)
         }
     }
@@ -234,37 +243,71 @@ enum FUSEOperations {
 
     static func readdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
                         _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        let fs = fileSystem(req)
-        let entries: ArraySlice<DirectoryListing.Entry>
-        do throws(VaultError) {
-            entries = try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset))
-        } catch {
-            fuse_reply_err(req, error.errno)
-            return
-        }
-        // Names are decrypted data too: pack them in locked memory, wiped after the reply.
-        guard var packed = try? SecureBuffer(capacity: size) else {
-            fuse_reply_err(req, ENOMEM)
-            return
-        }
-        var index = Int(offset)
-        packed.withUnsafeMutableStorage { storage in
-            var used = 0
-            for entry in entries {
+        replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
+            var index = Int(offset)
+            for entry in try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) {
                 var st = stat()
                 st.st_ino = ino_t(entry.inode)
                 st.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
                 index += 1
-                let needed = entry.name.withUnsafeBufferPointer { nameBytes -> Int in
-                    var cName = [CChar](repeating: 0, count: nameBytes.count + 1)
-                    for (i, byte) in nameBytes.enumerated() { cName[i] = CChar(bitPattern: byte) }
-                    return fuse_add_direntry(req, storage.baseAddress!.assumingMemoryBound(to: CChar.self) + used,
-                                             storage.count - used, cName, &st, off_t(index))
+                let fits = pack(entry.name) { buffer, room, name in
+                    fuse_add_direntry(req, buffer, room, name, &st, off_t(index))
                 }
-                if needed > storage.count - used { break }
-                used += needed
+                if !fits { break }
+            }
+        }
+    }
+
+    /// Entries with their attributes, so a listing followed by opens or stats (`cat dir/*`,
+    /// `ls -l`) costs no LOOKUP per entry.
+    static func readdirplus(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
+                            _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
+            var index = Int(offset)
+            try fs.directoryEntriesWithAttributes(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) { listed, st in
+                index += 1
+                // An inode of 0 tells the kernel to take no entry (and count no lookup): `.` and `..`.
+                var e = st.map(entry) ?? fuse_entry_param()
+                if st == nil { e.attr.st_ino = ino_t(listed.inode); e.attr.st_mode = S_IFDIR }
+                return pack(listed.name) { buffer, room, name in
+                    fuse_add_direntry_plus(req, buffer, room, name, &e, off_t(index))
+                }
+            }
+        }
+    }
+
+    /// Packs directory entries into locked memory (names are decrypted data too), replies with
+    /// it and wipes it. `body` gets `pack(name, add)`: `add` writes one entry with libfuse's
+    /// packer at (buffer, room, C name) and returns the size it needs; `pack` says whether it fit.
+    private static func replyingWithDirectory(
+        _ req: fuse_req_t?, _ size: Int,
+        _ body: (FileSystem, _ pack: ([UInt8], (UnsafeMutablePointer<CChar>?, Int, UnsafePointer<CChar>) -> Int) -> Bool) throws(VaultError) -> Void
+    ) {
+        guard var packed = try? SecureBuffer(capacity: size) else {
+            fuse_reply_err(req, ENOMEM)
+            return
+        }
+        var failure: Int32 = 0
+        packed.withUnsafeMutableStorage { storage in
+            var used = 0
+            do throws(VaultError) {
+                try body(fileSystem(req)) { name, add in
+                    var cName = [CChar](repeating: 0, count: name.count + 1)
+                    defer { cName.withUnsafeMutableBytes { sodium_memzero($0.baseAddress!, $0.count) } }
+                    for (i, byte) in name.enumerated() { cName[i] = CChar(bitPattern: byte) }
+                    // Asked first with no room, so an entry that does not fit is never counted.
+                    guard add(nil, 0, cName) <= storage.count - used else { return false }
+                    used += add(storage.baseAddress!.assumingMemoryBound(to: CChar.self) + used, storage.count - used, cName)
+                    return true
+                }
+            } catch {
+                failure = error.errno
             }
             return used
+        }
+        if failure != 0 {
+            fuse_reply_err(req, failure)
+            return
         }
         packed.withUnsafeBytes { bytes in
             fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)

@@ -271,12 +271,11 @@ final class FileSystem: Sendable {
         let id = NodeID(Int64(inode))
         let node = try vault.node(id)
         var entries = [
-            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
-            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), isDictionary: true),
+            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, node: nil),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), node: nil),
         ]
         for entry in try vault.entries(of: id) {
-            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
-                                                  isDictionary: entry.node.kind == .dictionary))
+            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue), node: entry.node))
         }
         return DirectoryListing(entries: entries)
     }
@@ -284,16 +283,43 @@ final class FileSystem: Sendable {
     /// Entries from `offset` on; reading from the start again (rewinddir) takes a fresh listing.
     func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
         if offset == 0 {
-            let fresh = try listDirectory(inode)
-            try state.withLock { (state) throws(VaultError) in
+            let unread = try state.withLock { (state) throws(VaultError) -> Bool in
                 guard !state.locked else { throw .locked }
-                state.directories[handle] = fresh
+                guard state.directories[handle]?.unread == true else { return false }
+                state.directories[handle]?.unread = false
+                return true
+            }
+            if !unread {
+                var fresh = try listDirectory(inode)
+                fresh.unread = false
+                try state.withLock { (state) throws(VaultError) in
+                    guard !state.locked else { throw .locked }
+                    state.directories[handle] = fresh
+                }
             }
         }
         return try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let listing = state.directories[handle], offset >= 0, offset < listing.entries.count else { return [] }
             return listing.entries[offset...]
+        }
+    }
+
+    /// readdirplus: entries from `offset` on, each with the attributes a lookup would answer.
+    /// `pack` says whether an entry fit in the reply; each that did (but `.` and `..`) is a
+    /// lookup the kernel will later forget, so it is counted like one.
+    func directoryEntriesWithAttributes(_ handle: UInt64, inode: UInt64, from offset: Int,
+                                        pack: (DirectoryListing.Entry, Glibc.stat?) -> Bool) throws(VaultError) {
+        let entries = try directoryEntries(handle, inode: inode, from: offset)
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.locked else { throw .locked }
+            for entry in entries {
+                guard let node = entry.node else {
+                    if pack(entry, nil) { continue } else { return }
+                }
+                guard pack(entry, stat(of: node)) else { return }
+                state.lookupCounts[entry.inode, default: 0] += 1
+            }
         }
     }
 

@@ -45,7 +45,11 @@ struct DirectoryListing {
     struct Entry {
         let name: [UInt8]
         let inode: UInt64
-        let isDictionary: Bool
+        /// The entry's node as listed; nil for `.` and `..`, which the kernel never looks up.
+        let node: Node?
+        var isDictionary: Bool { node.map { $0.kind == .dictionary } ?? true }
     }
     let entries: [Entry]
+    /// Taken by opendir and not read yet: the first readdir serves it rather than list again.
+    var unread = true
 }
