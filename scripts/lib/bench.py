@@ -7,6 +7,7 @@ parser.add_argument("keychainfs")
 parser.add_argument("--runs", type=int, default=5)
 parser.add_argument("--quick", action="store_true")
 parser.add_argument("--secrets", type=int, default=2000)
+parser.add_argument("--workloads-only", action="store_true", help="skip mount times and vault sizes")
 args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,6 +77,7 @@ rename_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s
 delete_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s/r%%d'%%(d,i))\nos.rmdir(d)\n" % (N + 1)
 
 results = {}  # (workload, system) -> [seconds]
+sized = {}  # items -> (populate seconds, mount seconds, RSS MiB, set seconds)
 
 
 def record(workload, system, seconds):
@@ -107,44 +109,44 @@ try:
             record("create %d x 64 B, fsync each" % N, name, timed(["python3", "-c", create_fsync, d + "f"]))
             sh("rm -rf %sf" % d)
 
-    # Mount times: with the KDF as configured by default, and with a cheap one.
-    os.makedirs(os.path.join(work, "gcipher-cheap"))
-    sh(["gocryptfs", "-q", "-init", "-scryptn", "10", "-passfile", PW, os.path.join(work, "gcipher-cheap")])
-    sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
-    for run in range(args.runs):
-        for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
-            mp = os.path.join(work, "m-g")
-            start = time.perf_counter(); gocryptfs_mount(os.path.join(work, cipher), mp); record(label, "gocryptfs", time.perf_counter() - start)
-            unmount(mp)
-        for label, vault in [("mount (default KDF)", "moderate.vault"), ("mount (cheap KDF)", "bench.vault")]:
-            mp = os.path.join(work, "m-k")
-            if vault == "bench.vault":
-                kfs_unmount(kfs)
-            start = time.perf_counter(); kfs_mount(os.path.join(work, vault), mp); record(label, "keychainfs", time.perf_counter() - start)
-            kfs_unmount(mp)
-            if vault == "bench.vault":
-                kfs_mount(os.path.join(work, "bench.vault"), kfs)
-
-    # Size of the vault: mount time, daemon RSS, `set` latency.
-    sizes = [1000, 10000] if args.quick else [10000, 100000]
-    populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
-                " os.makedirs(d,exist_ok=True)\n fd=os.open(os.path.join(d,'s%d'%i),os.O_WRONLY|os.O_CREAT,0o600); os.write(fd,b'%063d\\n'%i); os.close(fd)\n")
-    sized = {}
-    for size in [100] + sizes:
-        vault = os.path.join(work, "items%d.vault" % size)
-        sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
-        mp = os.path.join(work, "sized")
-        kfs_mount(vault, mp)
-        populate_seconds = timed(["python3", "-c", populate, mp, str(size)])
-        kfs_unmount(mp)
-        mounts, rss = [], []
+    if not args.workloads_only:  # a quick look while working on the filesystem
+        # Mount times: with the KDF as configured by default, and with a cheap one.
+        os.makedirs(os.path.join(work, "gcipher-cheap"))
+        sh(["gocryptfs", "-q", "-init", "-scryptn", "10", "-passfile", PW, os.path.join(work, "gcipher-cheap")])
+        sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
         for run in range(args.runs):
-            start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
-            sh("ls -R %s > /dev/null" % mp)
-            rss.append(rss_mib(daemon_pid(mp)))
+            for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
+                mp = os.path.join(work, "m-g")
+                start = time.perf_counter(); gocryptfs_mount(os.path.join(work, cipher), mp); record(label, "gocryptfs", time.perf_counter() - start)
+                unmount(mp)
+            for label, vault in [("mount (default KDF)", "moderate.vault"), ("mount (cheap KDF)", "bench.vault")]:
+                mp = os.path.join(work, "m-k")
+                if vault == "bench.vault":
+                    kfs_unmount(kfs)
+                start = time.perf_counter(); kfs_mount(os.path.join(work, vault), mp); record(label, "keychainfs", time.perf_counter() - start)
+                kfs_unmount(mp)
+                if vault == "bench.vault":
+                    kfs_mount(os.path.join(work, "bench.vault"), kfs)
+
+        # Size of the vault: mount time, daemon RSS, `set` latency.
+        sizes = [1000, 10000] if args.quick else [10000, 100000]
+        populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
+                    " os.makedirs(d,exist_ok=True)\n fd=os.open(os.path.join(d,'s%d'%i),os.O_WRONLY|os.O_CREAT,0o600); os.write(fd,b'%063d\\n'%i); os.close(fd)\n")
+        for size in [100] + sizes:
+            vault = os.path.join(work, "items%d.vault" % size)
+            sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
+            mp = os.path.join(work, "sized")
+            kfs_mount(vault, mp)
+            populate_seconds = timed(["python3", "-c", populate, mp, str(size)])
             kfs_unmount(mp)
-        sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
-        sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets))
+            mounts, rss = [], []
+            for run in range(args.runs):
+                start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
+                sh("ls -R %s > /dev/null" % mp)
+                rss.append(rss_mib(daemon_pid(mp)))
+                kfs_unmount(mp)
+            sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
+            sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets))
 finally:
     cleanup()
 
@@ -178,6 +180,8 @@ for size, (populate_seconds, mount_s, rss, set_s) in sorted(sized.items()):
     lines.append("| %d | %.1f s | %.3f s | %.1f MiB | %.3f s |" % (size, populate_seconds, mount_s, rss, set_s))
 report = "\n".join(lines)
 print(report)
+if args.workloads_only:
+    sys.exit(0)
 os.makedirs(os.path.join(ROOT, "results"), exist_ok=True)
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 open(os.path.join(ROOT, "results", "bench-%s.md" % stamp), "w").write(report + "\n")
