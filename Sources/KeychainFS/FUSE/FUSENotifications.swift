@@ -43,13 +43,20 @@ final class PageCacheDropper: Sendable {
         HelperThread.start { [self] in
             var byte: UInt8 = 0
             while read(wake.read, &byte, 1) > 0 {
-                let inodes = pending.withLock { queued in
-                    defer { queued.removeAll() }
-                    return queued
+                // Serve what is queued, then give closes a moment to queue more before looking
+                // again: a stream of closes (`cat dir/*`) costs one wake-up per batch, not per
+                // file, and the first of a batch is served at once.
+                while true {
+                    let inodes = pending.withLock { queued in
+                        defer { queued.removeAll() }
+                        return queued
+                    }
+                    if inodes.isEmpty { break }
+                    let address = self.session.load(ordering: .sequentiallyConsistent)
+                    guard address != 0, let session = OpaquePointer(bitPattern: address) else { break }
+                    for inode in Set(inodes) { _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0) }
+                    usleep(2_000)
                 }
-                let address = self.session.load(ordering: .sequentiallyConsistent)
-                guard address != 0, let session = OpaquePointer(bitPattern: address) else { continue }
-                for inode in Set(inodes) { _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0) }
             }
             running.store(false, ordering: .sequentiallyConsistent)
         }
