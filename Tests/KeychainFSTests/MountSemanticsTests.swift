@@ -53,6 +53,24 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(try storedContent(m, "f") == "abcdefghijXYZ")
     }
 
+    /// Once the kernel's cached entry expires, a lookup (and a listing) tells it the size again:
+    /// it must be the writer's, as a stat's is, or the writer's end of file moves back.
+    @Test func lookupsAndListingsShowTheSizeBeingWrittenToo() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        #expect(writeFile(m.path("d/f"), Array("abcde".utf8)) == 0)
+        let writer = try HeldDescriptor(m.path("d/f"), "O_WRONLY")
+        #expect(writer.send("pwrite 5 fghij") == 0)
+        usleep(700_000)  // past the kernel's entry and attribute cache
+        let listed = try sh("ls -l \(m.path("d")) | awk '$NF == \"f\" { print $5 }'")
+        #expect(listed.stdoutText == "10\n")
+        usleep(700_000)
+        var st = stat()
+        #expect(stat(m.path("d/f"), &st) == 0 && st.st_size == 10)
+        #expect(writer.send("close") == 0)
+        #expect(try storedContent(m, "d/f") == "abcdefghij")
+    }
+
     @Test func twoProcessesAppendingAtOnceBothKeepTheirLines() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("log"), Array("base\n".utf8)) == 0)

@@ -132,17 +132,22 @@ final class FileSystem: Sendable {
             if let handle, let file = state.files[handle], file.id == id, file.dirty || file.unlinked {
                 return stat(of: file.node, file: file)
             }
-            // A stat by path shows the size being written, or the kernel would learn the stored
-            // size and an appending writer's next offset would fall inside its own data.
-            if let writer = state.pendingWriter(of: id) { return stat(of: writer.node, file: writer) }
             do throws(VaultError) {
-                return stat(of: try vault.node(id))
+                return pathStat(of: try vault.node(id), state)
             } catch .notFound {
                 guard let file = state.files.values.first(where: { $0.id == id }) else { throw .notFound("node \(id)") }
                 file.unlinked = true
                 return stat(of: file.node, file: file)
             }
         }
+    }
+
+    /// What a stat by path, a lookup and a listing all show: the size a pending writer has
+    /// reached, else what is stored. The kernel takes the size from any of them, and a stored
+    /// size shorter than what a writer already wrote would move that writer's end of file back.
+    private func pathStat(of node: Node, _ state: borrowing State) -> Glibc.stat {
+        if let writer = state.pendingWriter(of: node.id) { return stat(of: writer.node, file: writer) }
+        return stat(of: node)
     }
 
     /// While locked the mountpoint itself stays visible (so `ls -ld` and shells cope);
@@ -167,7 +172,7 @@ final class FileSystem: Sendable {
         try state.withLock { (state) throws(VaultError) in
             let node = try vault.lookup(name, in: NodeID(Int64(parent)))
             state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
-            return stat(of: node)
+            return pathStat(of: node, state)
         }
     }
 
@@ -317,7 +322,7 @@ final class FileSystem: Sendable {
                 guard let node = entry.node else {
                     if pack(entry, nil) { continue } else { return }
                 }
-                guard pack(entry, stat(of: node)) else { return }
+                guard pack(entry, pathStat(of: node, state)) else { return }
                 state.lookupCounts[entry.inode, default: 0] += 1
             }
         }
