@@ -19,6 +19,22 @@ extension Vault {
         }
     }
 
+    /// Several names looked up in one snapshot, each with its own outcome (`.notFound` where
+    /// a name is not, or no longer, there): what a listing that carries attributes needs.
+    public func lookup(_ names: [ItemName], in parent: NodeID) throws(VaultError) -> [Result<Node, VaultError>] {
+        try reading { (store) throws(VaultError) in
+            _ = try store.dictionary(parent)
+            return names.map { (name) -> Result<Node, VaultError> in
+                do throws(VaultError) {
+                    guard let record = try store.child(named: name, in: parent) else { return .failure(.notFound(name.description)) }
+                    return .success(record.node)
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+    }
+
     /// The entries of a dictionary, in no particular order.
     public func entries(of dictionary: NodeID) throws(VaultError) -> [DirectoryEntry] {
         try reading { (store) throws(VaultError) in

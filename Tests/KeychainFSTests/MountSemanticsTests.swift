@@ -71,6 +71,60 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(try storedContent(m, "d/f") == "abcdefghij")
     }
 
+    /// A listing longer than one getdents buffer is read in parts; what a later part tells the
+    /// kernel about a name must be what holds when that part is read, not when the listing
+    /// began: here the name was replaced (write and rename) in between.
+    @Test func aLaterPartOfAListingTellsTheKernelWhatHoldsNow() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        let prefix = String(repeating: "n", count: 150)
+        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), Array("old".utf8)) == 0) }
+        let script = """
+            import os, sys, time
+            d, last = sys.argv[1], sys.argv[2]
+            entries = os.scandir(os.open(d, os.O_RDONLY | os.O_DIRECTORY))
+            next(entries)  # the first part of the listing is read
+            with open(os.path.join(d, 'new'), 'w') as f:
+                f.write('new content')
+            os.rename(os.path.join(d, 'new'), os.path.join(d, last))
+            time.sleep(0.7)  # what the rename taught the kernel expires
+            rest = [e.name for e in entries]
+            print(last in rest, open(os.path.join(d, last)).read(), os.stat(os.path.join(d, last)).st_size)
+            """
+        let result = try run("/usr/bin/python3", ["-c", script, m.path("d"), prefix + "599"])
+        #expect(result.stdoutText == "True new content 11\n", "\(result.stderr)")
+    }
+
+    @Test func rewindingADirectoryBeforeReadingItShowsWhatIsThereNow() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        let script = """
+            import os, sys
+            fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+            open(os.path.join(sys.argv[1], 'h'), 'w').close()
+            os.lseek(fd, 0, 0)
+            print(sorted(os.listdir(fd)))
+            """
+        #expect(try run("/usr/bin/python3", ["-c", script, m.path("d")]).stdoutText == "['h']\n")
+    }
+
+    /// O_RDONLY with O_TRUNC still truncates: its close is a store like any writer's, made
+    /// before close returns, and refused at close if a lock came in between.
+    @Test func aReadOnlyOpenThatTruncatesStoresAtClose() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("abc".utf8)) == 0)
+        let truncating = try HeldDescriptor(m.path("f"), "O_RDONLY|O_TRUNC")
+        #expect(truncating.send("close") == 0)
+        #expect(try storedContent(m, "f") == "")
+
+        #expect(writeFile(m.path("g"), Array("abc".utf8)) == 0)
+        let refused = try HeldDescriptor(m.path("g"), "O_RDONLY|O_TRUNC")
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(refused.send("close") == EACCES)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try storedContent(m, "g") == "abc")
+    }
+
     @Test func twoProcessesAppendingAtOnceBothKeepTheirLines() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("log"), Array("base\n".utf8)) == 0)

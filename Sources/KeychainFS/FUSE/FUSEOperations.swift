@@ -182,8 +182,9 @@ enum FUSEOperations {
             // Direct I/O: plaintext never enters the kernel's page cache.
             fi.pointee.direct_io = 1
             fi.pointee.keep_cache = 0
-            // A reader's close stores nothing, so it need not wait for a FLUSH round trip.
-            if fi.pointee.flags & O_ACCMODE == O_RDONLY { fi.pointee.noflush = 1 }
+            // A reader's close stores nothing, so it need not wait for a FLUSH round trip. Not
+            // with O_TRUNC: that open changed the item, and its close is a store like any other.
+            if fi.pointee.flags & O_ACCMODE == O_RDONLY && fi.pointee.flags & O_TRUNC == 0 { fi.pointee.noflush = 1 }
             fuse_reply_open(req, fi)
         }
     }
@@ -263,14 +264,12 @@ enum FUSEOperations {
     static func readdirplus(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
                             _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
-            var index = Int(offset)
-            try fs.directoryEntriesWithAttributes(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) { listed, st in
-                index += 1
-                // An inode of 0 tells the kernel to take no entry (and count no lookup): `.` and `..`.
-                var e = st.map(entry) ?? fuse_entry_param()
-                if st == nil { e.attr.st_ino = ino_t(listed.inode); e.attr.st_mode = S_IFDIR }
-                return pack(listed.name) { buffer, room, name in
-                    fuse_add_direntry_plus(req, buffer, room, name, &e, off_t(index))
+            try fs.directoryEntriesWithAttributes(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) { name, attributes, asEntry, next in
+                // An entry with inode 0 gives the kernel a name and no dentry, and counts no lookup.
+                var e = entry(attributes)
+                if !asEntry { e.ino = 0 }
+                return pack(name) { buffer, room, cName in
+                    fuse_add_direntry_plus(req, buffer, room, cName, &e, off_t(next))
                 }
             }
         }

@@ -261,13 +261,14 @@ final class FileSystem: Sendable {
         }
     }
 
+    /// opendir: checks the dictionary; its entries are listed by the first readdir, which is
+    /// also what a rewinddir before any read must see.
     func openDirectory(_ inode: UInt64) throws(VaultError) -> UInt64 {
-        let listing = try listDirectory(inode)
+        guard try vault.node(NodeID(Int64(inode))).kind == .dictionary else { throw .notADictionary("node \(inode)") }
         return try state.withLock { (state) throws(VaultError) in
-            // A lock may have come while the listing was built: it must not outlive it.
             guard !state.locked else { throw .locked }
             let handle = state.newHandle()
-            state.directories[handle] = listing
+            state.directories[handle] = DirectoryListing(entries: [])
             return handle
         }
     }
@@ -276,31 +277,24 @@ final class FileSystem: Sendable {
         let id = NodeID(Int64(inode))
         let node = try vault.node(id)
         var entries = [
-            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, node: nil),
-            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), node: nil),
+            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), isDictionary: true),
         ]
         for entry in try vault.entries(of: id) {
-            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue), node: entry.node))
+            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
+                                                  isDictionary: entry.node.kind == .dictionary))
         }
         return DirectoryListing(entries: entries)
     }
 
-    /// Entries from `offset` on; reading from the start again (rewinddir) takes a fresh listing.
+    /// Entries from `offset` on; reading from the start (the first read, or after rewinddir)
+    /// takes a fresh listing, later reads continue the same one.
     func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
         if offset == 0 {
-            let unread = try state.withLock { (state) throws(VaultError) -> Bool in
+            let fresh = try listDirectory(inode)
+            try state.withLock { (state) throws(VaultError) in
                 guard !state.locked else { throw .locked }
-                guard state.directories[handle]?.unread == true else { return false }
-                state.directories[handle]?.unread = false
-                return true
-            }
-            if !unread {
-                var fresh = try listDirectory(inode)
-                fresh.unread = false
-                try state.withLock { (state) throws(VaultError) in
-                    guard !state.locked else { throw .locked }
-                    state.directories[handle] = fresh
-                }
+                state.directories[handle] = fresh
             }
         }
         return try state.withLock { (state) throws(VaultError) in
@@ -310,20 +304,41 @@ final class FileSystem: Sendable {
         }
     }
 
-    /// readdirplus: entries from `offset` on, each with the attributes a lookup would answer.
-    /// `pack` says whether an entry fit in the reply; each that did (but `.` and `..`) is a
-    /// lookup the kernel will later forget, so it is counted like one.
-    func directoryEntriesWithAttributes(_ handle: UInt64, inode: UInt64, from offset: Int,
-                                        pack: (DirectoryListing.Entry, Glibc.stat?) -> Bool) throws(VaultError) {
+    /// readdirplus: entries from `offset` on, each with what a lookup would answer now. The
+    /// listing may be older than this reply (a later read of it, a rename meanwhile), so the
+    /// names are looked up again and the kernel is told only what holds now: a name gone since
+    /// is left out, one whose lookup fails goes without attributes (its own lookup will say why).
+    /// `pack(name, attributes, asEntry, next)` says whether an entry fit (`next` is the offset a
+    /// later read resumes from); each packed as an entry is a lookup the kernel will later
+    /// forget, so it is counted like one.
+    func directoryEntriesWithAttributes(
+        _ handle: UInt64, inode: UInt64, from offset: Int,
+        pack: (_ name: [UInt8], _ attributes: Glibc.stat, _ asEntry: Bool, _ next: Int) -> Bool
+    ) throws(VaultError) {
         let entries = try directoryEntries(handle, inode: inode, from: offset)
+        var names: [ItemName] = []
+        for entry in entries where !entry.isDot { names.append(try ItemName(bytes: entry.name)) }
+        let current = try vault.lookup(names, in: NodeID(Int64(inode)))
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
-            for entry in entries {
-                guard let node = entry.node else {
-                    if pack(entry, nil) { continue } else { return }
+            var looked = current.makeIterator()
+            for (position, entry) in zip(entries.indices, entries) {
+                let next = position + 1
+                var bare = Glibc.stat()
+                bare.st_ino = ino_t(entry.inode)
+                bare.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
+                if entry.isDot {
+                    if pack(entry.name, bare, false, next) { continue } else { return }
                 }
-                guard pack(entry, pathStat(of: node, state)) else { return }
-                state.lookupCounts[entry.inode, default: 0] += 1
+                switch looked.next() {
+                case .success(let node):
+                    guard pack(entry.name, pathStat(of: node, state), true, next) else { return }
+                    state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
+                case .failure(.notFound):
+                    continue
+                case .failure, nil:
+                    if !pack(entry.name, bare, false, next) { return }
+                }
             }
         }
     }

@@ -45,11 +45,9 @@ struct DirectoryListing {
     struct Entry {
         let name: [UInt8]
         let inode: UInt64
-        /// The entry's node as listed; nil for `.` and `..`, which the kernel never looks up.
-        let node: Node?
-        var isDictionary: Bool { node.map { $0.kind == .dictionary } ?? true }
+        let isDictionary: Bool
+        /// `.` and `..`: never looked up by the kernel, never counted.
+        var isDot: Bool { name == [0x2E] || name == [0x2E, 0x2E] }
     }
     let entries: [Entry]
-    /// Taken by opendir and not read yet: the first readdir serves it rather than list again.
-    var unread = true
 }
