@@ -34,6 +34,8 @@ final class PageCacheDropper: Sendable {
     init() {
         var fds: [Int32] = [-1, -1]
         _ = pipe(&fds)
+        // A full pipe already holds a wake-up: the session loop must never block on it.
+        _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)
         wake = (fds[0], fds[1])
     }
 
