@@ -10,12 +10,14 @@ import Testing
         let session = "readme"
         let socket = home + "/tmux.socket"
         let shell = "env -u XDG_DATA_HOME -u KEYCHAINFS_VAULT -u XDG_RUNTIME_DIR HOME=\(home) PATH=\(URL(fileURLWithPath: keychainfsBinary).deletingLastPathComponent().path):/usr/bin:/bin bash --norc --noprofile"
-        // A server of its own, started with no descriptor but 0-2: Foundation's Process learns
-        // that a child exited when a socket the child inherits closes, so a tmux server that
-        // inherited it would keep `run` waiting for as long as the server lives.
+        // A server of its own, started with no descriptor but 0-2 and no blocked signal:
+        // Foundation's Process learns that a child exited when a socket the child inherits
+        // closes, so a tmux server that inherited it would keep `run` waiting for as long as the
+        // server lives; and a server that inherited the runner thread's blocked SIGTERM would
+        // outlive its own kill-server.
         func tmux(_ arguments: [String]) throws -> RunResult {
-            try run("/usr/bin/python3", ["-c", "import os, sys; os.closerange(3, 1 << 16); os.execv(sys.argv[1], sys.argv[1:])",
-                                         "/usr/bin/tmux", "-S", socket] + arguments)
+            let exec = "import os, signal, sys; os.closerange(3, 1 << 16); signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
+            return try run("/usr/bin/python3", ["-c", exec, "/usr/bin/tmux", "-S", socket] + arguments)
         }
         defer {
             _ = try? tmux(["kill-server"])
