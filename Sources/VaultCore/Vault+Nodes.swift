@@ -19,6 +19,19 @@ extension Vault {
         }
     }
 
+    /// Changes whenever anything is committed to the vault, by this process or another: what
+    /// tells a reader whether something it read earlier may be out of date.
+    public struct ChangeStamp: Equatable, Sendable {
+        let ownCommits: Int
+        let dataVersion: Int64
+    }
+
+    public func changeStamp() throws(VaultError) -> ChangeStamp {
+        try withStore { (store) throws(VaultError) in
+            ChangeStamp(ownCommits: store.db.commits, dataVersion: try store.db.integer("PRAGMA data_version"))
+        }
+    }
+
     /// Several names looked up in one snapshot, each with its own outcome (`.notFound` where
     /// a name is not, or no longer, there): what a listing that carries attributes needs.
     public func lookup(_ names: [ItemName], in parent: NodeID) throws(VaultError) -> [Result<Node, VaultError>] {

@@ -73,25 +73,32 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
 
     /// A listing longer than one getdents buffer is read in parts; what a later part tells the
     /// kernel about a name must be what holds when that part is read, not when the listing
-    /// began: here the name was replaced (write and rename) in between.
-    @Test func aLaterPartOfAListingTellsTheKernelWhatHoldsNow() throws {
+    /// began. Here the name is replaced in between, through the mount (write and rename) or
+    /// through the command line (another process's commit).
+    @Test(arguments: ["mount", "cli"])
+    func aLaterPartOfAListingTellsTheKernelWhatHoldsNow(replacedThrough: String) throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("d"), 0o700) == 0)
         let prefix = String(repeating: "n", count: 150)
         for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), Array("old".utf8)) == 0) }
         let script = """
-            import os, sys, time
-            d, last = sys.argv[1], sys.argv[2]
+            import os, subprocess, sys, time
+            d, last, how, kfs, vault, pw = sys.argv[1:7]
             entries = os.scandir(os.open(d, os.O_RDONLY | os.O_DIRECTORY))
             next(entries)  # the first part of the listing is read
-            with open(os.path.join(d, 'new'), 'w') as f:
-                f.write('new content')
-            os.rename(os.path.join(d, 'new'), os.path.join(d, last))
-            time.sleep(0.7)  # what the rename taught the kernel expires
+            if how == 'mount':
+                with open(os.path.join(d, 'new'), 'w') as f:
+                    f.write('new content')
+                os.rename(os.path.join(d, 'new'), os.path.join(d, last))
+            else:
+                subprocess.run([kfs, 'rm', '--vault', vault, '--passphrase-file', pw, 'd/' + last], check=True)
+                subprocess.run([kfs, 'set', '--vault', vault, '--passphrase-file', pw, 'd/' + last, 'new content'], check=True)
+            time.sleep(0.7)  # whatever the kernel cached of the name expires
             rest = [e.name for e in entries]
             print(last in rest, open(os.path.join(d, last)).read(), os.stat(os.path.join(d, last)).st_size)
             """
-        let result = try run("/usr/bin/python3", ["-c", script, m.path("d"), prefix + "599"])
+        let result = try run("/usr/bin/python3", ["-c", script, m.path("d"), prefix + "599", replacedThrough,
+                                                  keychainfsBinary, m.vault, m.cli.passphraseFile])
         #expect(result.stdoutText == "True new content 11\n", "\(result.stderr)")
     }
 
@@ -162,7 +169,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
     @Test func anUnlinkedOpenFileStillAnswersFstatAndFtruncate() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("content".utf8)) == 0)
-        let fd = open(m.path("f"), O_RDWR)
+        let fd = open(m.path("f"), O_RDWR | O_CLOEXEC)
         #expect(unlink(m.path("f")) == 0)
         var st = stat()
         #expect(fstat(fd, &st) == 0 && st.st_size == 7)
@@ -219,7 +226,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
     @Test func thePageCacheHoldsNothingOnceAPrivateMappingIsClosed() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("mapped"), [UInt8](repeating: 0x41, count: 64 * 1024)) == 0)
-        let probe = open(m.path("mapped"), O_RDONLY)
+        let probe = open(m.path("mapped"), O_RDONLY | O_CLOEXEC)
         defer { close(probe) }
         // Another process maps the file privately and reads it through the page cache.
         let mapped = try run("/usr/bin/python3", ["-c", """

@@ -268,23 +268,23 @@ final class FileSystem: Sendable {
         return try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             let handle = state.newHandle()
-            state.directories[handle] = DirectoryListing(entries: [])
+            state.directories[handle] = DirectoryListing(entries: [], stamp: nil)
             return handle
         }
     }
 
     private func listDirectory(_ inode: UInt64) throws(VaultError) -> DirectoryListing {
         let id = NodeID(Int64(inode))
+        let stamp = try vault.changeStamp()
         let node = try vault.node(id)
         var entries = [
-            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
-            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), isDictionary: true),
+            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, node: nil),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), node: nil),
         ]
         for entry in try vault.entries(of: id) {
-            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
-                                                  isDictionary: entry.node.kind == .dictionary))
+            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue), node: entry.node))
         }
-        return DirectoryListing(entries: entries)
+        return DirectoryListing(entries: entries, stamp: stamp)
     }
 
     /// Entries from `offset` on; reading from the start (the first read, or after rewinddir)
@@ -304,33 +304,39 @@ final class FileSystem: Sendable {
         }
     }
 
-    /// readdirplus: entries from `offset` on, each with what a lookup would answer now. The
-    /// listing may be older than this reply (a later read of it, a rename meanwhile), so the
-    /// names are looked up again and the kernel is told only what holds now: a name gone since
-    /// is left out, one whose lookup fails goes without attributes (its own lookup will say why).
-    /// `pack(name, attributes, asEntry, next)` says whether an entry fit (`next` is the offset a
-    /// later read resumes from); each packed as an entry is a lookup the kernel will later
-    /// forget, so it is counted like one.
+    /// readdirplus: entries from `offset` on, each with what a lookup would answer now. A
+    /// later part of a listing may be read after something changed (a rename meanwhile): then
+    /// its names are looked up again, in one snapshot, and the kernel is told only what holds
+    /// now. A name gone since is left out; one whose lookup fails goes without attributes (its
+    /// own lookup will say why). `pack(name, attributes, asEntry, next)` says whether an entry
+    /// fit (`next` is the offset a later read resumes from); each packed as an entry is a
+    /// lookup the kernel will later forget, so it is counted like one.
     func directoryEntriesWithAttributes(
         _ handle: UInt64, inode: UInt64, from offset: Int,
         pack: (_ name: [UInt8], _ attributes: Glibc.stat, _ asEntry: Bool, _ next: Int) -> Bool
     ) throws(VaultError) {
         let entries = try directoryEntries(handle, inode: inode, from: offset)
-        var names: [ItemName] = []
-        for entry in entries where !entry.isDot { names.append(try ItemName(bytes: entry.name)) }
-        let current = try vault.lookup(names, in: NodeID(Int64(inode)))
+        let listedAt = state.withLock { $0.directories[handle]?.stamp }
+        var current: [Result<Node, VaultError>]? = nil
+        var stale = true
+        if let listedAt { stale = try vault.changeStamp() != listedAt }
+        if stale {
+            var names: [ItemName] = []
+            for entry in entries where entry.node != nil { names.append(try ItemName(bytes: entry.name)) }
+            current = try vault.lookup(names, in: NodeID(Int64(inode)))
+        }
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
-            var looked = current.makeIterator()
+            var looked = current?.makeIterator()
             for (position, entry) in zip(entries.indices, entries) {
                 let next = position + 1
                 var bare = Glibc.stat()
                 bare.st_ino = ino_t(entry.inode)
                 bare.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
-                if entry.isDot {
+                guard let listed = entry.node else {
                     if pack(entry.name, bare, false, next) { continue } else { return }
                 }
-                switch looked.next() {
+                switch looked == nil ? .success(listed) : looked!.next() {
                 case .success(let node):
                     guard pack(entry.name, pathStat(of: node, state), true, next) else { return }
                     state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1

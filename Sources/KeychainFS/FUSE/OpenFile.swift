@@ -45,9 +45,12 @@ struct DirectoryListing {
     struct Entry {
         let name: [UInt8]
         let inode: UInt64
-        let isDictionary: Bool
-        /// `.` and `..`: never looked up by the kernel, never counted.
-        var isDot: Bool { name == [0x2E] || name == [0x2E, 0x2E] }
+        /// The entry's node as listed; nil for `.` and `..`, which the kernel never looks up.
+        let node: Node?
+        var isDictionary: Bool { node.map { $0.kind == .dictionary } ?? true }
     }
     let entries: [Entry]
+    /// The vault's change stamp from just before the listing was taken: while it is unchanged,
+    /// the listed nodes are still what a lookup would find.
+    let stamp: Vault.ChangeStamp?
 }

@@ -149,6 +149,10 @@ final class SQLiteConnection: @unchecked Sendable {
         return value
     }
 
+    /// Write transactions committed through this connection (SQLite's data_version counts
+    /// only other connections' commits).
+    private(set) var commits = 0
+
     /// One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting out other
     /// writers), and COMMIT is durable (WAL, synchronous=FULL). Any error rolls back.
     /// `durable: false` skips the fsync of this commit (synchronous=NORMAL): the change survives
@@ -162,6 +166,7 @@ final class SQLiteConnection: @unchecked Sendable {
         do {
             let result = try body()
             try run("COMMIT")
+            commits += 1
             return result
         } catch {
             _ = try? run("ROLLBACK")
