@@ -75,7 +75,7 @@ import Testing
                 continue
             }
             for (path, value) in values {
-                let fd = open(mountpoint + "/" + path, O_RDONLY)
+                let fd = open(mountpoint + "/" + path, O_RDONLY | O_CLOEXEC)
                 if fd < 0 {
                     #expect(errno == EIO || errno == ENOENT, "offset \(offset): open \(path) gave errno \(errno)")
                     damagedReads += 1

@@ -61,7 +61,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         let m = try MountFixture()
         #expect(mkdir(m.path("app"), 0o700) == 0)
         #expect(writeFile(m.path("app/token"), Array("token".utf8)) == 0)
-        let fd = open(m.path("app/token"), O_RDWR)
+        let fd = open(m.path("app/token"), O_RDWR | O_CLOEXEC)
         #expect(fd >= 0)
         defer { close(fd) }
         #expect(try status(m.mountpoint).locked == false)
@@ -223,7 +223,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         let m = try MountFixture()
         let canary = Array(("CANARY-" + UUID().uuidString + "-" + UUID().uuidString).utf8)
         #expect(writeFile(m.path("canary"), canary) == 0)
-        let fd = open(m.path("canary"), O_RDONLY)
+        let fd = open(m.path("canary"), O_RDONLY | O_CLOEXEC)
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: canary.count)
         #expect(pread(fd, &buffer, canary.count, 0) == canary.count && buffer == canary)
@@ -259,7 +259,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         defer { if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
         let canary = Array(("UNMOUNT-CANARY-" + UUID().uuidString).utf8)
         #expect(writeFile(mountpoint + "/canary", canary) == 0)
-        let fd = open(mountpoint + "/canary", O_RDONLY)
+        let fd = open(mountpoint + "/canary", O_RDONLY | O_CLOEXEC)
         var buffer = [UInt8](repeating: 0, count: canary.count)
         #expect(pread(fd, &buffer, canary.count, 0) == canary.count)
         let pid = try status(mountpoint).pid

@@ -112,7 +112,7 @@ struct FilesystemModel {
                 let content = randomBytes(Int.random(in: 1...2000, using: &rng))
                 let offset = Int.random(in: 0...4000, using: &rng)
                 if var old = model.files[path] {
-                    let fd = open(real(path), O_WRONLY)
+                    let fd = open(real(path), O_WRONLY | O_CLOEXEC)
                     let n = content.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
                     actual = n == content.count ? (close(fd) == 0 ? 0 : errno) : errno
                     if old.count < offset + content.count { old += [UInt8](repeating: 0, count: offset + content.count - old.count) }

@@ -47,7 +47,7 @@ import Testing
         #expect(readFile(file) == Array("abcdefxy".utf8))
         #expect(writeFile(file, Array("z".utf8), flags: O_WRONLY | O_TRUNC) == 0)
         #expect(readFile(file) == Array("z".utf8))
-        let fd = open(m.path("new"), O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        let fd = open(m.path("new"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         #expect(fd >= 0)
         close(fd)
         #expect(readFile(m.path("new")) == [])
@@ -56,7 +56,7 @@ import Testing
     @Test func writesAtOffsetsLeaveHolesOfZerosAndTruncateBothWays() throws {
         let m = try MountFixture()
         let file = m.path("sparse")
-        let fd = open(file, O_RDWR | O_CREAT, 0o600)
+        let fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(fd >= 0)
         #expect(pwrite(fd, "end", 3, 100) == 3)
         #expect(pwrite(fd, "start", 5, 0) == 5)
@@ -139,8 +139,8 @@ import Testing
         let m = try MountFixture()
         let file = m.path("shared")
         #expect(writeFile(file, Array("one".utf8)) == 0)
-        let writer = open(file, O_WRONLY)
-        let reader = open(file, O_RDONLY)
+        let writer = open(file, O_WRONLY | O_CLOEXEC)
+        let reader = open(file, O_RDONLY | O_CLOEXEC)
         #expect(pwrite(writer, "TWO", 3, 0) == 3)
         var buffer = [UInt8](repeating: 0, count: 8)
         // Old or new, never a mix: a writer's changes are its own until its close stores them.

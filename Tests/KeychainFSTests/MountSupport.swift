@@ -64,7 +64,8 @@ func errnoOf(_ body: () -> Int32) -> Int32 {
 }
 
 func writeFile(_ path: String, _ bytes: [UInt8], flags: Int32 = O_WRONLY | O_CREAT | O_TRUNC) -> Int32 {
-    let fd = open(path, flags, 0o644)
+    // Close-on-exec: a process another test spawns meanwhile must not keep the mount busy.
+    let fd = open(path, flags | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return errno }
     var failure: Int32 = 0
     var offset = 0
@@ -81,7 +82,7 @@ func writeFile(_ path: String, _ bytes: [UInt8], flags: Int32 = O_WRONLY | O_CRE
 }
 
 func readFile(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var result: [UInt8] = []
