@@ -157,6 +157,35 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(try sh("cat \(m.path("s1")) \(m.path("s299"))").stdoutText == "value 1value 299")
     }
 
+    /// A listing read in parts across a lock and unlock: the lock wipes its names; afterwards
+    /// it goes on where it was if nothing changed meanwhile, and fails (EIO) rather than end
+    /// early if something did.
+    @Test(arguments: [false, true])
+    func aListingReadAcrossALockGoesOnOrFailsNeverEndsEarly(changedWhileLocked: Bool) throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        let prefix = String(repeating: "n", count: 150)
+        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), [1]) == 0) }
+        let script = """
+            import os, subprocess, sys
+            d, kfs, mnt, vault, pw, change = sys.argv[1:7]
+            entries = os.scandir(os.open(d, os.O_RDONLY | os.O_DIRECTORY))
+            names = [next(entries).name]
+            subprocess.run([kfs, 'lock', mnt], check=True)
+            if change == 'true':
+                subprocess.run([kfs, 'set', '--vault', vault, '--passphrase-file', pw, 'd/extra', 'x'], check=True)
+            subprocess.run([kfs, 'unlock', '--passphrase-file', pw, mnt], check=True)
+            try:
+                names += [e.name for e in entries]
+                print(len(names), len(set(names)))
+            except OSError as e:
+                print('error', e.errno)
+            """
+        let result = try run("/usr/bin/python3", ["-c", script, m.path("d"), keychainfsBinary, m.mountpoint, m.vault,
+                                                  m.cli.passphraseFile, changedWhileLocked ? "true" : "false"])
+        #expect(result.stdoutText == (changedWhileLocked ? "error \(EIO)\n" : "600 600\n"), "\(result.stderr)")
+    }
+
     @Test func idleLockAndSIGUSR1() throws {
         let m = try MountFixture()
         try m.unmount()

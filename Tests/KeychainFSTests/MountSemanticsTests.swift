@@ -102,6 +102,28 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(result.stdoutText == "True new content 11\n", "\(result.stderr)")
     }
 
+    /// After a commit elsewhere in the middle of a listing, the rest of it is checked again:
+    /// every entry still comes exactly once.
+    @Test func aListingGoesOnWholeAfterACommitElsewhere() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        let prefix = String(repeating: "n", count: 150)
+        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), [1]) == 0) }
+        let script = """
+            import os, sys
+            d, other = sys.argv[1:3]
+            entries = os.scandir(os.open(d, os.O_RDONLY | os.O_DIRECTORY))
+            names = [next(entries).name]
+            for i in range(3):
+                with open(other, 'w') as f:
+                    f.write('commit %d' % i)
+                names.append(next(entries).name)
+            names += [e.name for e in entries]
+            print(len(names), len(set(names)))
+            """
+        #expect(try run("/usr/bin/python3", ["-c", script, m.path("d"), m.path("other")]).stdoutText == "600 600\n")
+    }
+
     @Test func rewindingADirectoryBeforeReadingItShowsWhatIsThereNow() throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("d"), 0o700) == 0)

@@ -278,25 +278,41 @@ final class FileSystem: Sendable {
         let stamp = try vault.changeStamp()
         let node = try vault.node(id)
         var entries = [
-            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, node: nil),
-            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), node: nil),
+            DirectoryListing.Entry(name: Array(".".utf8), inode: inode, isDictionary: true),
+            DirectoryListing.Entry(name: Array("..".utf8), inode: id == .root ? inode : UInt64(node.parent.rawValue), isDictionary: true),
         ]
         for entry in try vault.entries(of: id) {
-            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue), node: entry.node))
+            entries.append(DirectoryListing.Entry(name: entry.name.bytes, inode: UInt64(entry.node.id.rawValue),
+                                                  isDictionary: entry.node.kind == .dictionary, found: .node(entry.node), checkedAt: stamp))
         }
         return DirectoryListing(entries: entries, stamp: stamp)
     }
 
-    /// Entries from `offset` on; reading from the start (the first read, or after rewinddir)
-    /// takes a fresh listing, later reads continue the same one.
-    func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
-        if offset == 0 {
-            let fresh = try listDirectory(inode)
-            try state.withLock { (state) throws(VaultError) in
-                guard !state.locked else { throw .locked }
-                state.directories[handle] = fresh
-            }
+    /// Makes the handle's listing ready for a read at `offset`: reading from the start (the
+    /// first read, or after rewinddir) takes a fresh listing. A listing that a lock wiped is
+    /// taken again when nothing changed meanwhile (the same stamp lists the same entries in the
+    /// same order), so a long `find` survives an idle lock and unlock; if something changed,
+    /// the read fails rather than end the listing early.
+    private func prepareListing(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) {
+        let wiped = try state.withLock { (state) throws(VaultError) -> DirectoryListing? in
+            guard !state.locked else { throw .locked }
+            guard let listing = state.directories[handle] else { throw .invalidArgument("bad directory handle") }
+            return listing.wipedCount == nil ? nil : listing
         }
+        guard offset == 0 || wiped != nil else { return }
+        let fresh = try listDirectory(inode)
+        if offset != 0, let wiped, fresh.stamp != wiped.stamp || fresh.entries.count != wiped.wipedCount {
+            throw .integrityFailure("the directory changed while the vault was locked; open it again")
+        }
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.locked else { throw .locked }
+            state.directories[handle] = fresh
+        }
+    }
+
+    /// Entries from `offset` on, as listed.
+    func directoryEntries(_ handle: UInt64, inode: UInt64, from offset: Int) throws(VaultError) -> ArraySlice<DirectoryListing.Entry> {
+        try prepareListing(handle, inode: inode, from: offset)
         return try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
             guard let listing = state.directories[handle], offset >= 0, offset < listing.entries.count else { return [] }
@@ -305,9 +321,10 @@ final class FileSystem: Sendable {
     }
 
     /// readdirplus: entries from `offset` on, each with what a lookup would answer now. A
-    /// later part of a listing may be read after something changed (a rename meanwhile): then
-    /// its names are looked up again, in one snapshot, and the kernel is told only what holds
-    /// now. A name gone since is left out; one whose lookup fails goes without attributes (its
+    /// later part of a listing may be read after something was committed (a rename meanwhile,
+    /// a CLI `set`): entries checked before that are looked up again, a batch at a time in one
+    /// snapshot, and the listing keeps what was found, so each entry is checked at most once
+    /// per change. A name gone is left out; one whose lookup fails goes without attributes (its
     /// own lookup will say why). `pack(name, attributes, asEntry, next)` says whether an entry
     /// fit (`next` is the offset a later read resumes from); each packed as an entry is a
     /// lookup the kernel will later forget, so it is counted like one.
@@ -315,36 +332,46 @@ final class FileSystem: Sendable {
         _ handle: UInt64, inode: UInt64, from offset: Int,
         pack: (_ name: [UInt8], _ attributes: Glibc.stat, _ asEntry: Bool, _ next: Int) -> Bool
     ) throws(VaultError) {
-        let entries = try directoryEntries(handle, inode: inode, from: offset)
-        let listedAt = state.withLock { $0.directories[handle]?.stamp }
-        var current: [Result<Node, VaultError>]? = nil
-        var stale = true
-        if let listedAt { stale = try vault.changeStamp() != listedAt }
-        if stale {
-            var names: [ItemName] = []
-            for entry in entries where entry.node != nil { names.append(try ItemName(bytes: entry.name)) }
-            current = try vault.lookup(names, in: NodeID(Int64(inode)))
-        }
+        try prepareListing(handle, inode: inode, from: offset)
+        let directory = NodeID(Int64(inode))
         try state.withLock { (state) throws(VaultError) in
             guard !state.locked else { throw .locked }
-            var looked = current?.makeIterator()
-            for (position, entry) in zip(entries.indices, entries) {
-                let next = position + 1
-                var bare = Glibc.stat()
-                bare.st_ino = ino_t(entry.inode)
-                bare.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
-                guard let listed = entry.node else {
-                    if pack(entry.name, bare, false, next) { continue } else { return }
+            // Taken out while it changes, so it is changed in place rather than copied.
+            guard var listing = state.directories.removeValue(forKey: handle) else { return }
+            defer { state.directories[handle] = listing }
+            let now = try vault.changeStamp()
+            var index = max(offset, 0)
+            while index < listing.entries.count {
+                let batch = index..<min(index + 64, listing.entries.count)
+                let stale = batch.filter { listing.entries[$0].found != nil && listing.entries[$0].checkedAt != now }
+                if !stale.isEmpty {
+                    var names: [ItemName] = []
+                    for position in stale { names.append(try ItemName(bytes: listing.entries[position].name)) }
+                    for (position, result) in zip(stale, try vault.lookup(names, in: directory)) {
+                        switch result {
+                        case .success(let node): listing.entries[position].found = .node(node)
+                        case .failure(.notFound): listing.entries[position].found = .gone
+                        case .failure: listing.entries[position].found = .unreadable
+                        }
+                        listing.entries[position].checkedAt = now
+                    }
                 }
-                switch looked == nil ? .success(listed) : looked!.next() {
-                case .success(let node):
-                    guard pack(entry.name, pathStat(of: node, state), true, next) else { return }
-                    state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
-                case .failure(.notFound):
-                    continue
-                case .failure, nil:
-                    if !pack(entry.name, bare, false, next) { return }
+                for position in batch {
+                    let entry = listing.entries[position]
+                    var bare = Glibc.stat()
+                    bare.st_ino = ino_t(entry.inode)
+                    bare.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
+                    switch entry.found {
+                    case .gone?:
+                        continue
+                    case .node(let node)?:
+                        guard pack(entry.name, pathStat(of: node, state), true, position + 1) else { return }
+                        state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
+                    case nil, .unreadable?:
+                        guard pack(entry.name, bare, false, position + 1) else { return }
+                    }
                 }
+                index = batch.upperBound
             }
         }
     }
@@ -552,7 +579,13 @@ final class FileSystem: Sendable {
                 if let empty = try? SecureBuffer(capacity: 0) { file.content = empty }
                 file.forgotten = true
             }
-            state.directories.removeAll()
+            // Open directory handles stay open: their names go, what comes back after unlock
+            // is decided when they are read again.
+            for handle in Array(state.directories.keys) {
+                let listing = state.directories[handle]!
+                state.directories[handle] = DirectoryListing(entries: [], stamp: listing.stamp,
+                                                             wipedCount: listing.wipedCount ?? listing.entries.count)
+            }
             state.locked = true
             vault.lock()
         }

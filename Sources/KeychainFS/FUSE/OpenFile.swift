@@ -44,13 +44,26 @@ final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's 
 struct DirectoryListing {
     struct Entry {
         let name: [UInt8]
+        /// The inode as listed (what a plain readdir reports).
         let inode: UInt64
-        /// The entry's node as listed; nil for `.` and `..`, which the kernel never looks up.
-        let node: Node?
-        var isDictionary: Bool { node.map { $0.kind == .dictionary } ?? true }
+        let isDictionary: Bool
+        /// What a lookup of the name found when last checked; nil for `.` and `..`, which the
+        /// kernel never looks up.
+        var found: Found?
+        /// The vault's change stamp when `found` was checked: while the vault's stamp is the
+        /// same, it is still what a lookup would find.
+        var checkedAt: Vault.ChangeStamp?
+
+        enum Found {
+            case node(Node)
+            case gone
+            case unreadable
+        }
     }
-    let entries: [Entry]
-    /// The vault's change stamp from just before the listing was taken: while it is unchanged,
-    /// the listed nodes are still what a lookup would find.
-    let stamp: Vault.ChangeStamp?
+    var entries: [Entry]
+    /// The vault's change stamp from just before the listing was taken.
+    var stamp: Vault.ChangeStamp?
+    /// Set when a lock wiped the entries (names are decrypted data): how many there were, so a
+    /// read that continues after unlock can tell whether the same listing comes back.
+    var wipedCount: Int? = nil
 }
