@@ -28,7 +28,7 @@ extension Vault {
 
     public func changeStamp() throws(VaultError) -> ChangeStamp {
         try withStore { (store) throws(VaultError) in
-            ChangeStamp(ownCommits: store.db.commits, dataVersion: try store.db.integer("PRAGMA data_version"))
+            ChangeStamp(ownCommits: store.db.commits, dataVersion: try store.db.dataVersion())
         }
     }
 
@@ -69,15 +69,6 @@ extension Vault {
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
             return ItemSnapshot(node: record.node, content: try store.content(of: record))
-        }
-    }
-
-    /// An item's content, decrypted into locked memory.
-    public func content(of id: NodeID) throws(VaultError) -> SecureBuffer {
-        try reading { (store) throws(VaultError) -> SecureBuffer in
-            let record = try store.existingRecord(id)
-            guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            return try store.content(of: record)
         }
     }
 

@@ -235,7 +235,6 @@ public final class Vault: Sendable {
         }
     }
 
-
     /// Whether an item of `count` bytes may be stored in this vault.
     public func checkItemSize(_ count: Int) throws(VaultError) {
         guard count <= itemSizeLimit else { throw .itemTooLarge(size: count, limit: itemSizeLimit) }

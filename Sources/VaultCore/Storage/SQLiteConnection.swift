@@ -193,4 +193,8 @@ final class SQLiteConnection: @unchecked Sendable {
         return result
     }
 
+    /// Changes whenever another connection commits.
+    func dataVersion() throws(VaultError) -> Int64 {
+        try integer("PRAGMA data_version")
+    }
 }
