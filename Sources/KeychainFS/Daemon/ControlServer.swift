@@ -1,5 +1,4 @@
 import CLinux
-import CSodium
 import Glibc
 import VaultCore
 
@@ -101,7 +100,7 @@ final class ControlServer: Sendable {
         // The request line is short and parsed as bytes, then wiped: a passphrase sent by
         // mistake in its place must not linger in a Swift string.
         var line = ControlSocket.readRequestLine(connection)
-        defer { line.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } } }
+        defer { wipe(&line) }
         let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
         switch words.first {
         case "status":

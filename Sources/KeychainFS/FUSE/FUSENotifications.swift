@@ -1,7 +1,7 @@
 import CFuse
-import CSodium
 import Glibc
 import Synchronization
+import VaultCore
 
 /// Tells the kernel to drop what it caches of the mount (names, attributes), as locking needs.
 enum FUSENotifications {
@@ -15,7 +15,7 @@ enum FUSENotifications {
                     _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), chars.baseAddress, entry.name.count)
                 }
             }
-            terminated.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
+            wipe(&terminated)
         }
         for inode in inodes {
             _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)

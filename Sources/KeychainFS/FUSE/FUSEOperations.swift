@@ -1,6 +1,5 @@
 import CFuse
 import CLinux
-import CSodium
 import Glibc
 import VaultCore
 
@@ -247,9 +246,7 @@ enum FUSEOperations {
         replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
             var index = Int(offset)
             for entry in try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) {
-                var st = stat()
-                st.st_ino = ino_t(entry.inode)
-                st.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
+                var st = entry.direntStat
                 index += 1
                 let fits = pack(entry.name) { buffer, room, name in
                     fuse_add_direntry(req, buffer, room, name, &st, off_t(index))
@@ -292,7 +289,7 @@ enum FUSEOperations {
             do throws(VaultError) {
                 try body(fileSystem(req)) { name, add in
                     var cName = [CChar](repeating: 0, count: name.count + 1)
-                    defer { cName.withUnsafeMutableBytes { sodium_memzero($0.baseAddress!, $0.count) } }
+                    defer { wipe(&cName) }
                     for (i, byte) in name.enumerated() { cName[i] = CChar(bitPattern: byte) }
                     // Asked first with no room, so an entry that does not fit is never counted.
                     guard add(nil, 0, cName) <= storage.count - used else { return false }

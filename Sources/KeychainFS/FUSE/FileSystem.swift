@@ -1,4 +1,3 @@
-import CSodium
 import Glibc
 import Synchronization
 import VaultCore
@@ -123,22 +122,32 @@ final class FileSystem: Sendable {
         return st
     }
 
-    /// getattr: through a descriptor (fstat) the descriptor's own view, else the stored one; a
-    /// node removed while open still answers through its descriptors.
+    /// getattr.
     func attributes(_ inode: UInt64, handle: UInt64?) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let id = NodeID(Int64(inode))
             if state.locked && id == .root { return lockedRootStat() }
-            if let handle, let file = state.files[handle], file.id == id, file.dirty || file.unlinked {
-                return stat(of: file.node, file: file)
+            return try currentStat(id, through: descriptor(handle, of: id, state), state)
+        }
+    }
+
+    /// The open descriptor `handle` names, if it is one of node `id`.
+    private func descriptor(_ handle: UInt64?, of id: NodeID, _ state: borrowing State) -> OpenFile? {
+        handle.flatMap { state.files[$0] }.flatMap { $0.id == id ? $0 : nil }
+    }
+
+    /// Through a descriptor (fstat) the descriptor's own view, else what a stat by path shows;
+    /// a node removed while open still answers through its descriptors.
+    private func currentStat(_ id: NodeID, through file: OpenFile?, _ state: borrowing State) throws(VaultError) -> Glibc.stat {
+        if let file, file.dirty || file.unlinked { return stat(of: file.node, file: file) }
+        do throws(VaultError) {
+            return pathStat(of: try vault.node(id), state)
+        } catch .notFound {
+            guard let open = state.pendingWriter(of: id) ?? state.files.values.first(where: { $0.id == id }) else {
+                throw .notFound("node \(id)")
             }
-            do throws(VaultError) {
-                return pathStat(of: try vault.node(id), state)
-            } catch .notFound {
-                guard let file = state.files.values.first(where: { $0.id == id }) else { throw .notFound("node \(id)") }
-                file.unlinked = true
-                return stat(of: file.node, file: file)
-            }
+            open.unlinked = true
+            return stat(of: open.node, file: open)
         }
     }
 
@@ -190,7 +199,7 @@ final class FileSystem: Sendable {
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let id = NodeID(Int64(inode))
-            let file = handle.flatMap { state.files[$0] }.flatMap { $0.id == id ? $0 : nil }
+            let file = descriptor(handle, of: id, state)
             if let size {
                 if let file {
                     try resize(file, to: size)  // checks the limit
@@ -220,14 +229,7 @@ final class FileSystem: Sendable {
                     }
                 }
             }
-            if let file, file.dirty || file.unlinked { return stat(of: file.node, file: file) }
-            if let writer = state.pendingWriter(of: id) { return stat(of: writer.node, file: writer) }
-            do throws(VaultError) {
-                return stat(of: try vault.node(id))
-            } catch .notFound {
-                guard let open = state.files.values.first(where: { $0.id == id }) else { throw .notFound("node \(id)") }
-                return stat(of: open.node, file: open)
-            }
+            return try currentStat(id, through: file, state)
         }
     }
 
@@ -358,9 +360,6 @@ final class FileSystem: Sendable {
                 }
                 for position in batch {
                     let entry = listing.entries[position]
-                    var bare = Glibc.stat()
-                    bare.st_ino = ino_t(entry.inode)
-                    bare.st_mode = entry.isDictionary ? S_IFDIR : S_IFREG
                     switch entry.found {
                     case .gone?:
                         continue
@@ -368,7 +367,7 @@ final class FileSystem: Sendable {
                         guard pack(entry.name, pathStat(of: node, state), true, position + 1) else { return }
                         state.lookupCounts[UInt64(node.id.rawValue), default: 0] += 1
                     case nil, .unreadable?:
-                        guard pack(entry.name, bare, false, position + 1) else { return }
+                        guard pack(entry.name, entry.direntStat, false, position + 1) else { return }
                     }
                 }
                 index = batch.upperBound
@@ -581,17 +580,15 @@ final class FileSystem: Sendable {
             }
             // Open directory handles stay open: their names go, what comes back after unlock
             // is decided when they are read again.
-            for handle in Array(state.directories.keys) {
-                let listing = state.directories[handle]!
-                state.directories[handle] = DirectoryListing(entries: [], stamp: listing.stamp,
-                                                             wipedCount: listing.wipedCount ?? listing.entries.count)
+            state.directories = state.directories.mapValues { listing in
+                DirectoryListing(entries: [], stamp: listing.stamp, wipedCount: listing.wipedCount ?? listing.entries.count)
             }
             state.locked = true
             vault.lock()
         }
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
         for index in entries.indices {
-            entries[index].name.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
+            wipe(&entries[index].name)
         }
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import VaultCore
 
 /// An open file descriptor: its own copy of the item's plaintext, in locked memory. A writer's
@@ -53,6 +54,14 @@ struct DirectoryListing {
         /// The vault's change stamp when `found` was checked: while the vault's stamp is the
         /// same, it is still what a lookup would find.
         var checkedAt: Vault.ChangeStamp?
+
+        /// What a directory entry itself tells: inode and type.
+        var direntStat: stat {
+            var st = stat()
+            st.st_ino = ino_t(inode)
+            st.st_mode = isDictionary ? S_IFDIR : S_IFREG
+            return st
+        }
 
         enum Found {
             case node(Node)

@@ -83,9 +83,10 @@ extension AEAD {
     }
 }
 
-/// Wipes an array's bytes before it is released.
-func wipe(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
+/// Wipes an array's bytes before it is released (names and other decrypted metadata that pass
+/// through ordinary arrays).
+public func wipe<Element: BitwiseCopyable>(_ array: inout [Element]) {
+    array.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
 }
 
 /// Random bytes from libsodium's CSPRNG (getrandom).
