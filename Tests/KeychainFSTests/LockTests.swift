@@ -120,9 +120,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
 
     @Test func anOpenDirectoryAnswersEACCESOnceLocked() throws {
         let m = try MountFixture()
-        // Long names, so one getdents buffer (32 KiB in glibc) holds only part of the listing.
-        let prefix = String(repeating: "n", count: 150)
-        for i in 0..<600 { #expect(writeFile(m.path(prefix + "\(i)"), [1]) == 0) }
+        fillWithLongNames(m, in: "")
         guard let dir = opendir(m.mountpoint) else { Issue.record("opendir failed"); return }
         defer { closedir(dir) }
         #expect(readdir(dir) != nil)
@@ -164,8 +162,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
     func aListingReadAcrossALockGoesOnOrFailsNeverEndsEarly(changedWhileLocked: Bool) throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("d"), 0o700) == 0)
-        let prefix = String(repeating: "n", count: 150)
-        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), [1]) == 0) }
+        fillWithLongNames(m, in: "d")
         let script = """
             import os, subprocess, sys
             d, kfs, mnt, vault, pw, change = sys.argv[1:7]

@@ -79,8 +79,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
     func aLaterPartOfAListingTellsTheKernelWhatHoldsNow(replacedThrough: String) throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("d"), 0o700) == 0)
-        let prefix = String(repeating: "n", count: 150)
-        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), Array("old".utf8)) == 0) }
+        let prefix = fillWithLongNames(m, in: "d", content: Array("old".utf8))
         let script = """
             import os, subprocess, sys, time
             d, last, how, kfs, vault, pw = sys.argv[1:7]
@@ -107,8 +106,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
     @Test func aListingGoesOnWholeAfterACommitElsewhere() throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("d"), 0o700) == 0)
-        let prefix = String(repeating: "n", count: 150)
-        for i in 0..<600 { #expect(writeFile(m.path("d/" + prefix + "\(i)"), [1]) == 0) }
+        fillWithLongNames(m, in: "d")
         let script = """
             import os, sys
             d, other = sys.argv[1:3]

@@ -57,6 +57,17 @@ func isMounted(_ mountpoint: String) -> Bool {
     return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == mountpoint }
 }
 
+/// Fills `directory` (a path in the mount, "" for the mountpoint) with 600 items whose names are
+/// a 150-byte prefix and a number: more than one getdents buffer (32 KiB in glibc) holds, so a
+/// listing of it is read in parts. Returns the prefix.
+@discardableResult
+func fillWithLongNames(_ m: MountFixture, in directory: String, content: [UInt8] = [1]) -> String {
+    let prefix = String(repeating: "n", count: 150)
+    let base = directory.isEmpty ? "" : directory + "/"
+    for i in 0..<600 { #expect(writeFile(m.path(base + prefix + "\(i)"), content) == 0) }
+    return prefix
+}
+
 /// The errno of a failing call, or 0 when it succeeded.
 func errnoOf(_ body: () -> Int32) -> Int32 {
     errno = 0
