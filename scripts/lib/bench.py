@@ -45,6 +45,12 @@ def kfs_unmount(mountpoint):
     mounted.remove(mountpoint)
 
 
+def gocryptfs_init(name, *options):
+    cipher = os.path.join(work, name)
+    os.makedirs(cipher)
+    sh(["gocryptfs", "-q", "-init", *options, "-passfile", PW, cipher])
+
+
 def gocryptfs_mount(cipher, mountpoint):
     os.makedirs(mountpoint, exist_ok=True)
     sh(["gocryptfs", "-q", "-passfile", PW, cipher, mountpoint])
@@ -90,7 +96,7 @@ try:
     os.makedirs(tmpfs)
     sh(["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "tmpfs", tmpfs])
     mounted.append(tmpfs)
-    sh(["gocryptfs", "-q", "-init", "-passfile", PW, os.path.join(work, "gcipher")] if os.makedirs(os.path.join(work, "gcipher")) is None else [])
+    gocryptfs_init("gcipher")
     gocrypt = os.path.join(work, "gocryptfs")
     gocryptfs_mount(os.path.join(work, "gcipher"), gocrypt)
     kfs = os.path.join(work, "keychainfs")
@@ -111,8 +117,7 @@ try:
 
     if not args.workloads_only:  # a quick look while working on the filesystem
         # Mount times: with the KDF as configured by default, and with a cheap one.
-        os.makedirs(os.path.join(work, "gcipher-cheap"))
-        sh(["gocryptfs", "-q", "-init", "-scryptn", "10", "-passfile", PW, os.path.join(work, "gcipher-cheap")])
+        gocryptfs_init("gcipher-cheap", "-scryptn", "10")
         sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
         for run in range(args.runs):
             for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
