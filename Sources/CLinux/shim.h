@@ -8,6 +8,7 @@
 #include <linux/fs.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
+#include <linux/falloc.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {

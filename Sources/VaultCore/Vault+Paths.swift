@@ -79,7 +79,7 @@ extension Vault {
             guard record.kind == .dictionary else { throw .notADictionary(path.description) }
             return try store.children(of: record)
                 .map { DirectoryEntry(name: $0.name, node: $0.record.node) }
-                .sorted { $0.name.bytes.lexicographicallyPrecedes($1.name.bytes) }
+                .sorted { $0.name < $1.name }
         }
     }
 

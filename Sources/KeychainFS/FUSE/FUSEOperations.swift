@@ -31,6 +31,7 @@ enum FUSEOperations {
         ops.flush = { req, _, fi in FUSEOperations.flush(req, fi) }
         ops.fsync = { req, _, _, fi in FUSEOperations.flush(req, fi) }
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
+        ops.fallocate = { req, _, mode, offset, length, fi in FUSEOperations.fallocate(req, mode, offset, length, fi) }
         ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
         ops.readdir = { req, ino, size, offset, fi in FUSEOperations.readdir(req, ino, size, offset, fi) }
         ops.readdirplus = { req, ino, size, offset, fi in FUSEOperations.readdirplus(req, ino, size, offset, fi) }
@@ -47,10 +48,16 @@ enum FUSEOperations {
         Unmanaged<FileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
     }
 
-    /// Runs `body`, replying with the errno of whatever it throws.
-    private static func replying(_ req: fuse_req_t?, _ body: (FileSystem) throws(VaultError) -> Void) {
+    /// Who sent the request, as the kernel tells it.
+    private static func caller(_ req: fuse_req_t?) -> RequestContext {
+        guard let context = fuse_req_ctx(req)?.pointee else { return .daemon }
+        return RequestContext(uid: context.uid, gid: context.gid, pid: context.pid)
+    }
+
+    /// Runs `body` with the file system and who asks, replying with the errno of whatever it throws.
+    private static func replying(_ req: fuse_req_t?, _ body: (FileSystem, RequestContext) throws(VaultError) -> Void) {
         do throws(VaultError) {
-            try body(fileSystem(req))
+            try body(fileSystem(req), caller(req))
         } catch {
             fuse_reply_err(req, error.errno)
         }
@@ -59,8 +66,8 @@ enum FUSEOperations {
     /// A name from the kernel, validated by the vault's rules.
     private static func name(_ raw: UnsafePointer<CChar>?) throws(VaultError) -> ItemName {
         guard let raw else { throw .invalidName("missing name") }
-        let count = strlen(raw)
-        return try ItemName(bytes: UnsafeRawBufferPointer(start: raw, count: count))
+        // The request buffer it points into is wiped by the session loop once served.
+        return try ItemName(bytes: UnsafeRawBufferPointer(start: raw, count: strlen(raw)))
     }
 
     private static func entry(_ st: stat) -> fuse_entry_param {
@@ -89,14 +96,14 @@ enum FUSEOperations {
     }
 
     static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs) throws(VaultError) in
+        replying(req) { (fs, caller) throws(VaultError) in
             let validName: ItemName
             do throws(VaultError) {
                 validName = try name(rawName)
             } catch .invalidName {
                 throw .notFound("")  // a name the vault cannot hold names nothing in it
             }
-            var e = entry(try fs.lookup(UInt64(parent), validName))
+            var e = entry(try fs.lookup(UInt64(parent), validName, caller))
             fuse_reply_entry(req, &e)
         }
     }
@@ -115,15 +122,15 @@ enum FUSEOperations {
     }
 
     static func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            var st = try fs.attributes(UInt64(ino), handle: fi?.pointee.fh)
+        replying(req) { (fs, caller) throws(VaultError) in
+            var st = try fs.attributes(UInt64(ino), handle: fi?.pointee.fh, caller)
             fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
         }
     }
 
     static func setattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
                         _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
+        replying(req) { (fs, caller) throws(VaultError) in
             guard let attr else { throw .invalidArgument("no attributes") }
             let mode = toSet & FUSE_SET_ATTR_MODE != 0 ? attr.pointee.st_mode : nil
             let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int(attr.pointee.st_size) : nil
@@ -134,28 +141,28 @@ enum FUSEOperations {
                 modified = Timestamp(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: UInt32(attr.pointee.st_mtim.tv_nsec))
             }
             if size != nil && size! < 0 { throw .invalidArgument("negative size") }
-            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified)
+            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified, caller)
             fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
         }
     }
 
     static func mkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t) {
-        replying(req) { (fs) throws(VaultError) in
-            var e = entry(try fs.makeDirectory(UInt64(parent), try name(rawName), mode: mode))
+        replying(req) { (fs, caller) throws(VaultError) in
+            var e = entry(try fs.makeDirectory(UInt64(parent), try name(rawName), mode: mode, caller))
             fuse_reply_entry(req, &e)
         }
     }
 
     static func unlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs) throws(VaultError) in
-            try fs.unlink(UInt64(parent), try name(rawName))
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.unlink(UInt64(parent), try name(rawName), caller)
             fuse_reply_err(req, 0)
         }
     }
 
     static func rmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs) throws(VaultError) in
-            try fs.removeDirectory(UInt64(parent), try name(rawName))
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.removeDirectory(UInt64(parent), try name(rawName), caller)
             fuse_reply_err(req, 0)
         }
     }
@@ -167,17 +174,17 @@ enum FUSEOperations {
             fuse_reply_err(req, EINVAL)
             return
         }
-        replying(req) { (fs) throws(VaultError) in
+        replying(req) { (fs, caller) throws(VaultError) in
             try fs.rename(UInt64(parent), try name(rawName), to: UInt64(newParent), try name(rawNewName),
-                          noReplace: flags & UInt32(RENAME_NOREPLACE) != 0)
+                          noReplace: flags & UInt32(RENAME_NOREPLACE) != 0, caller)
             fuse_reply_err(req, 0)
         }
     }
 
     static func open(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
+        replying(req) { (fs, caller) throws(VaultError) in
             guard let fi else { throw .invalidArgument("no file info") }
-            fi.pointee.fh = try fs.open(UInt64(ino), flags: fi.pointee.flags)
+            fi.pointee.fh = try fs.open(UInt64(ino), flags: fi.pointee.flags, caller)
             // Direct I/O: plaintext never enters the kernel's page cache.
             fi.pointee.direct_io = 1
             fi.pointee.keep_cache = 0
@@ -190,9 +197,9 @@ enum FUSEOperations {
 
     static func create(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t,
                        _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
+        replying(req) { (fs, caller) throws(VaultError) in
             guard let fi else { throw .invalidArgument("no file info") }
-            let (st, handle) = try fs.create(UInt64(parent), try name(rawName), mode: mode, flags: fi.pointee.flags)
+            let (st, handle) = try fs.create(UInt64(parent), try name(rawName), mode: mode, flags: fi.pointee.flags, caller)
             fi.pointee.fh = handle
             fi.pointee.direct_io = 1
             fi.pointee.keep_cache = 0
@@ -202,8 +209,8 @@ enum FUSEOperations {
     }
 
     static func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            try fs.read(fi!.pointee.fh, offset: Int(offset), size: size) { bytes in
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.read(fi!.pointee.fh, offset: Int(offset), size: size, caller) { bytes in
                 // Sent with writev straight from the locked buffer; libfuse makes no copy.
                 fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
             }
@@ -212,8 +219,8 @@ enum FUSEOperations {
 
     static func write(_ req: fuse_req_t?, _ buf: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
                       _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            let written = try fs.write(fi!.pointee.fh, UnsafeRawBufferPointer(start: buf, count: size), offset: Int(offset))
+        replying(req) { (fs, caller) throws(VaultError) in
+            let written = try fs.write(fi!.pointee.fh, UnsafeRawBufferPointer(start: buf, count: size), offset: Int(offset), caller)
             fuse_reply_write(req, written)
         }
         // The data sits in libfuse's receive buffer; the session loop wipes the whole buffer
@@ -221,37 +228,48 @@ enum FUSEOperations {
     }
 
     static func flush(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            try fs.flush(fi!.pointee.fh)
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.flush(fi!.pointee.fh, caller)
             fuse_reply_err(req, 0)
         }
     }
 
     static func release(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            try fs.release(fi!.pointee.fh)
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.release(fi!.pointee.fh, caller)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    /// Mode 0 and FALLOC_FL_KEEP_SIZE; hole punching, collapsing and the rest mean nothing for
+    /// an item that is stored whole, and answer EOPNOTSUPP as on filesystems without them.
+    static func fallocate(_ req: fuse_req_t?, _ mode: Int32, _ offset: off_t, _ length: off_t,
+                          _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard mode & ~FALLOC_FL_KEEP_SIZE == 0 else {
+            fuse_reply_err(req, EOPNOTSUPP)
+            return
+        }
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.allocate(fi!.pointee.fh, keepSize: mode & FALLOC_FL_KEEP_SIZE != 0, offset: Int(offset), length: Int(length), caller)
             fuse_reply_err(req, 0)
         }
     }
 
     static func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs) throws(VaultError) in
-            fi!.pointee.fh = try fs.openDirectory(UInt64(ino))
+        replying(req) { (fs, caller) throws(VaultError) in
+            fi!.pointee.fh = try fs.openDirectory(UInt64(ino), caller)
             fuse_reply_open(req, fi)
         }
     }
 
     static func readdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
                         _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
-            var index = Int(offset)
-            for entry in try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) {
+        replyingWithDirectory(req, size) { (fs, caller, pack) throws(VaultError) in
+            try fs.directoryEntries(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset), caller) { entry, next in
                 var st = entry.direntStat
-                index += 1
-                let fits = pack(entry.name) { buffer, room, name in
-                    fuse_add_direntry(req, buffer, room, name, &st, off_t(index))
+                return pack(entry.name) { buffer, room, name in
+                    fuse_add_direntry(req, buffer, room, name, &st, off_t(next))
                 }
-                if !fits { break }
             }
         }
     }
@@ -260,8 +278,8 @@ enum FUSEOperations {
     /// `ls -l`) costs no LOOKUP per entry.
     static func readdirplus(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
                             _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replyingWithDirectory(req, size) { (fs, pack) throws(VaultError) in
-            try fs.directoryEntriesWithAttributes(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset)) { name, attributes, asEntry, next in
+        replyingWithDirectory(req, size) { (fs, caller, pack) throws(VaultError) in
+            try fs.directoryEntriesWithAttributes(fi!.pointee.fh, inode: UInt64(ino), from: Int(offset), caller) { name, attributes, asEntry, next in
                 // An entry with inode 0 gives the kernel a name and no dentry, and counts no lookup.
                 var e = entry(attributes)
                 if !asEntry { e.ino = 0 }
@@ -277,7 +295,9 @@ enum FUSEOperations {
     /// packer at (buffer, room, C name) and returns the size it needs; `pack` says whether it fit.
     private static func replyingWithDirectory(
         _ req: fuse_req_t?, _ size: Int,
-        _ body: (FileSystem, _ pack: ([UInt8], (UnsafeMutablePointer<CChar>?, Int, UnsafePointer<CChar>) -> Int) -> Bool) throws(VaultError) -> Void
+        _ body: (FileSystem, RequestContext,
+                 _ pack: (DirectoryListing.Entry.Name, (UnsafeMutablePointer<CChar>?, Int, UnsafePointer<CChar>) -> Int) -> Bool)
+            throws(VaultError) -> Void
     ) {
         guard var packed = try? SecureBuffer(capacity: size) else {
             fuse_reply_err(req, ENOMEM)
@@ -287,14 +307,13 @@ enum FUSEOperations {
         packed.withUnsafeMutableStorage { storage in
             var used = 0
             do throws(VaultError) {
-                try body(fileSystem(req)) { name, add in
-                    var cName = [CChar](repeating: 0, count: name.count + 1)
-                    defer { wipe(&cName) }
-                    for (i, byte) in name.enumerated() { cName[i] = CChar(bitPattern: byte) }
-                    // Asked first with no room, so an entry that does not fit is never counted.
-                    guard add(nil, 0, cName) <= storage.count - used else { return false }
-                    used += add(storage.baseAddress!.assumingMemoryBound(to: CChar.self) + used, storage.count - used, cName)
-                    return true
+                try body(fileSystem(req), caller(req)) { name, add in
+                    name.withCString { cName in
+                        // Asked first with no room, so an entry that does not fit is never counted.
+                        guard add(nil, 0, cName) <= storage.count - used else { return false }
+                        used += add(storage.baseAddress!.assumingMemoryBound(to: CChar.self) + used, storage.count - used, cName)
+                        return true
+                    }
                 }
             } catch {
                 failure = error.errno
@@ -321,9 +340,8 @@ enum FUSEOperations {
     }
 
     static func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
-        replying(req) { (fs) throws(VaultError) in
-            let uid = fuse_req_ctx(req)?.pointee.uid ?? getuid()
-            fuse_reply_err(req, try fs.access(UInt64(ino), mask: mask, uid: uid) ? 0 : EACCES)
+        replying(req) { (fs, caller) throws(VaultError) in
+            fuse_reply_err(req, try fs.access(UInt64(ino), mask: mask, caller) ? 0 : EACCES)
         }
     }
 }

@@ -83,14 +83,18 @@ final class RecordCipher: Sendable {
     /// The lookup tag: a keyed BLAKE2b of (parent, name), unique per dictionary, so a name
     /// is found with one indexed query without decrypting its siblings.
     func tag(for name: ItemName, in parent: NodeID) -> [UInt8] {
-        var message: [UInt8] = []
-        message.appendLittleEndian(UInt64(bitPattern: parent.rawValue))
-        message += name.bytes
+        var message = [UInt8](repeating: 0, count: 8 + name.count)
+        defer { wipe(&message) }
+        message.store(UInt64(bitPattern: parent.rawValue), at: 0, width: 8)
+        name.withUnsafeBytes { bytes in
+            message.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: 8).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        }
         return VaultKeys.keyedHash(message, key: keys.tag)
     }
 
     func sealName(_ name: ItemName, _ place: RecordPlace, parent: NodeID) -> [UInt8] {
-        let padded = RecordCipher.pad(name.bytes, block: RecordCipher.nameBlock)
+        var padded = name.withUnsafeBytes { RecordCipher.pad($0, block: RecordCipher.nameBlock) }
+        defer { wipe(&padded) }
         let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
         return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
     }
@@ -104,7 +108,7 @@ final class RecordCipher: Sendable {
               plain.withUnsafeMutableBufferPointer({ sodium_unpad(&unpadded, $0.baseAddress!, $0.count, RecordCipher.nameBlock) }) == 0 else {
             return nil
         }
-        return try? ItemName(bytes: plain[..<unpadded])
+        return plain.withUnsafeBytes { try? ItemName(bytes: UnsafeRawBufferPointer(rebasing: $0[..<unpadded])) }
     }
 
     // MARK: attributes
@@ -170,10 +174,13 @@ final class RecordCipher: Sendable {
 
     // MARK: padding (libsodium's ISO/IEC 7816-4 padding)
 
-    private static func pad(_ bytes: [UInt8], block: Int) -> [UInt8] {
-        var out = bytes + [UInt8](repeating: 0, count: block - bytes.count % block)
+    /// The caller wipes the result (a padded name).
+    private static func pad(_ bytes: UnsafeRawBufferPointer, block: Int) -> [UInt8] {
+        let count = bytes.count
+        var out = [UInt8](repeating: 0, count: count + block - count % block)
+        out.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
         var padded = 0
-        let rc = out.withUnsafeMutableBufferPointer { sodium_pad(&padded, $0.baseAddress!, bytes.count, block, $0.count) }
+        let rc = out.withUnsafeMutableBufferPointer { sodium_pad(&padded, $0.baseAddress!, count, block, $0.count) }
         precondition(rc == 0 && padded == out.count, "sodium_pad failed")
         return out
     }

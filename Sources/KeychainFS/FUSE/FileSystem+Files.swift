@@ -1,0 +1,191 @@
+import Glibc
+import VaultCore
+
+/// open, create, read, write, fallocate, flush, fsync, release. Every descriptor of a node
+/// shares the node's OpenItem, so what one writes the others read at once, as on tmpfs.
+extension FileSystem {
+    /// open(2): shares the node's open item, or loads the stored content into a new one.
+    /// O_TRUNC empties the shared content; that descriptor's close stores it.
+    func open(_ inode: UInt64, flags: Int32, _ caller: RequestContext) throws(VaultError) -> UInt64 {
+        try state.withLock { (state) throws(VaultError) in
+            let item = try openItem(NodeID(Int64(inode)), &state)
+            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+            if flags & O_TRUNC != 0 {
+                try resize(item, to: 0)
+                file.wrote = true
+            }
+            let handle = state.newHandle()
+            state.openItems.add(file, handle: handle)
+            return handle
+        }
+    }
+
+    /// The node's open item, brought up to date with the vault: content stored meanwhile by
+    /// another process (the command line) replaces a clean shared content, as a new reader on
+    /// any filesystem sees the last write.
+    private func openItem(_ id: NodeID, _ state: inout State) throws(VaultError) -> OpenItem {
+        guard !state.lock.locked else { throw .locked }
+        if let item = state.openItems.item(id) {
+            try recall(item)
+            if !item.dirty && !item.unlinked {
+                let stored = try vault.node(id)
+                if stored.attributes.contentVersion != item.node.attributes.contentVersion {
+                    let snapshot = try vault.item(id)
+                    item.node = snapshot.node
+                    item.modified = snapshot.node.attributes.modified
+                    item.lastChange = snapshot.node.attributes.changed
+                    item.content = snapshot.takeContent()
+                }
+            }
+            return item
+        }
+        let snapshot = try vault.item(id)
+        let node = snapshot.node
+        return OpenItem(node: node, content: snapshot.takeContent())
+    }
+
+    func create(_ parent: UInt64, _ name: ItemName, mode: mode_t, flags: Int32,
+                _ caller: RequestContext) throws(VaultError) -> (Glibc.stat, UInt64) {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            // New items are private: group and other bits are dropped; the owner's bits and
+            // setuid, setgid and sticky stay, as chmod keeps them. The row's commit skips its
+            // fsync: this descriptor's close stores the item again, durably, before it returns.
+            let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
+                                            mode: UInt32(mode) & 0o7700, durable: false)
+            let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
+            item.dirty = true
+            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+            file.wrote = true
+            let handle = state.newHandle()
+            state.openItems.add(file, handle: handle)
+            state.lookups.add(UInt64(node.id.rawValue))
+            return (stat(of: node, open: item), handle)
+        }
+    }
+
+    /// Hands the requested range of plaintext to `reply` straight from locked memory.
+    func read(_ handle: UInt64, offset: Int, size: Int, _ caller: RequestContext,
+              reply: (UnsafeRawBufferPointer) -> Void) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            let file = try usableFile(handle, state)
+            try recall(file.item)
+            file.item.content.withUnsafeBytes { bytes in
+                let start = min(max(offset, 0), bytes.count)
+                let end = min(start + size, bytes.count)
+                reply(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            }
+        }
+    }
+
+    /// Copies written bytes into the shared content; nothing reaches the vault until a flush.
+    /// A write past the vault's item limit fails alone with EFBIG, as a write past
+    /// RLIMIT_FSIZE does: the descriptor stays usable and the item keeps what it held.
+    func write(_ handle: UInt64, _ bytes: UnsafeRawBufferPointer, offset: Int, _ caller: RequestContext) throws(VaultError) -> Int {
+        try state.withLock { (state) throws(VaultError) in
+            let file = try usableFile(handle, state)
+            let item = file.item
+            try recall(item)
+            let start = file.append ? item.content.count : offset
+            // What fits below the limit is written and the write is short, as with RLIMIT_FSIZE
+            // (the kernel sends one write(2) in parts; the part that crosses the limit is cut
+            // there); only a write that starts at the limit fails.
+            let fitting = min(bytes.count, max(vault.itemSizeLimit - start, 0))
+            guard fitting > 0 || bytes.isEmpty else { throw .itemTooLarge(size: start + 1, limit: vault.itemSizeLimit) }
+            let end = start + fitting
+            // Room for the padding too, so storing it needs no second buffer.
+            try item.content.reserve(Vault.storageCapacity(forContentOf: max(end, item.content.count)))
+            try item.content.write(UnsafeRawBufferPointer(rebasing: bytes[..<fitting]), at: start)
+            item.touched()
+            file.wrote = true
+            return fitting
+        }
+    }
+
+    /// fallocate: makes room up to offset + length (zeros, stored at close), within the item
+    /// limit; with `keepSize` (FALLOC_FL_KEEP_SIZE) there is nothing to reserve in a vault.
+    func allocate(_ handle: UInt64, keepSize: Bool, offset: Int, length: Int, _ caller: RequestContext) throws(VaultError) {
+        guard offset >= 0, length > 0 else { throw .invalidArgument("fallocate range") }
+        try state.withLock { (state) throws(VaultError) in
+            let file = try usableFile(handle, state)
+            let (end, overflow) = offset.addingReportingOverflow(length)
+            guard !overflow else { throw .itemTooLarge(size: Int.max, limit: vault.itemSizeLimit) }
+            try vault.checkItemSize(end)
+            guard !keepSize, end > file.item.content.count else { return }
+            try recall(file.item)
+            try resize(file.item, to: end)
+            file.wrote = true
+        }
+    }
+
+    /// flush (every close) and fsync: a descriptor that wrote stores the item's current
+    /// content, in one durable transaction, before the call returns.
+    func flush(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.openItems.file(handle) else { return }
+            if let refusal = file.refusal { throw refusal }
+            guard file.wrote else { return }
+            try store(file.item, state)
+        }
+    }
+
+    /// The last close of a descriptor: stores what it left unstored (a flush normally came
+    /// first); the item's plaintext is wiped with its last descriptor.
+    func release(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
+        var closed: UInt64? = nil
+        // Whatever a private mmap through this descriptor pulled into the page cache goes.
+        defer { if let closed { pageCache.drop(closed) } }
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.openItems.file(handle) else { return }
+            closed = UInt64(file.id.rawValue)
+            defer { _ = state.openItems.remove(handle) }
+            if file.refusal == nil && file.wrote { try store(file.item, state) }
+        }
+    }
+
+    // MARK: steps shared by the operations above
+
+    private func usableFile(_ handle: UInt64, _ state: borrowing State) throws(VaultError) -> OpenFile {
+        guard !state.lock.locked else { throw .locked }
+        guard let file = state.openItems.file(handle) else { throw .invalidArgument("bad file handle") }
+        try checkUsable(file)
+        return file
+    }
+
+    func checkUsable(_ file: OpenFile) throws(VaultError) {
+        if let refusal = file.refusal { throw refusal }
+        if file.item.stale { throw .integrityFailure("the item changed while the vault was locked; reopen it") }
+    }
+
+    /// Reloads content that a lock wiped, now that the vault is unlocked again, provided the
+    /// item did not change meanwhile (a descriptor never reads two versions across a lock).
+    func recall(_ item: OpenItem) throws(VaultError) {
+        guard item.forgotten else { return }
+        guard !item.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
+        let snapshot = try vault.item(item.id)
+        guard snapshot.node.attributes.contentVersion == item.node.attributes.contentVersion else {
+            throw .integrityFailure("the item changed while the vault was locked; reopen it")
+        }
+        item.content = snapshot.takeContent()
+        item.forgotten = false
+    }
+
+    func resize(_ item: OpenItem, to size: Int) throws(VaultError) {
+        try vault.checkItemSize(size)
+        try item.content.resize(to: size)
+        item.touched()
+    }
+
+    /// Stores the item's content in one durable transaction; on failure it stays dirty and the
+    /// vault keeps the previous content. Every descriptor's writes so far go with it.
+    func store(_ item: OpenItem, _ state: borrowing State) throws(VaultError) {
+        guard item.dirty, !item.unlinked, !item.stale else { return }
+        do throws(VaultError) {
+            item.node = try vault.replaceContent(of: item.id, with: &item.content, modified: item.modified, changed: item.lastChange)
+            item.dirty = false
+            for other in state.openItems.descriptors(of: item) { other.wrote = false }
+        } catch .notFound {
+            item.unlinked = true  // removed behind our back (the CLI): nothing to store into
+        }
+    }
+}

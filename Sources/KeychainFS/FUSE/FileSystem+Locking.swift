@@ -1,0 +1,86 @@
+import Glibc
+import VaultCore
+
+/// lock, unlock, and the wipe at unmount.
+extension FileSystem {
+    var isLocked: Bool { state.withLock { $0.lock.locked } }
+
+    /// Locks the mount: unfinished writes are refused (never stored half-written), then every
+    /// plaintext buffer, name and key is wiped, and the kernel is told to drop the names and
+    /// attributes it caches. Open descriptors stay open and answer EACCES until unlock.
+    func lock() {
+        var entries: [(parent: UInt64, name: ItemName)] = []
+        var inodes: [UInt64] = []
+        state.withLock { state in
+            // Names of what the kernel caches, decrypted while the keys still exist.
+            let cached = Array(state.lookups.inodes)
+            guard state.lock.beginLock() else { return }
+            for inode in cached where inode != UInt64(NodeID.root.rawValue) {
+                inodes.append(inode)
+                if let node = try? vault.node(NodeID(Int64(inode))), let name = try? vault.name(of: node.id) {
+                    entries.append((UInt64(node.parent.rawValue), name))
+                }
+            }
+            for item in state.openItems.items {
+                if item.dirty && !item.unlinked {
+                    // Unfinished writes are refused, not stored half-written: the descriptors
+                    // that made them answer EACCES from now on and their close reports it; the
+                    // item keeps its stored content.
+                    for file in state.openItems.descriptors(of: item) where file.wrote {
+                        file.refusal = .locked
+                        file.wrote = false
+                    }
+                    item.dirty = false
+                    item.modified = item.node.attributes.modified
+                    item.lastChange = item.node.attributes.changed
+                }
+                item.wipeContent()
+                item.forgotten = true
+            }
+            // Open directory handles stay open: their names go, what comes back after unlock
+            // is decided when they are read again.
+            state.directories.wipeNames()
+            vault.lock()
+        }
+        invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
+        entries.removeAll()
+    }
+
+    /// Unlocks with a passphrase; a wrong one leaves everything locked.
+    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        state.withLock { $0.lock.beginUnlock() }
+        var unlocked = false
+        defer {
+            state.withLock { $0.lock.endUnlock(succeeded: unlocked) }
+            // Idle time starts again now, or the idle lock would undo this at once.
+            if unlocked { noteActivity() }
+        }
+        try vault.unlock(passphrase: passphrase)
+        unlocked = true
+        // A lock asked for during the key derivation wins.
+        if state.withLock({ $0.lock.lockWasRequested }) { vault.lock() }
+    }
+
+    /// Stores pending writes, then wipes every open item's plaintext and the keys (unmount,
+    /// or the end of the session loop, whatever ended it). Returns the stores that failed:
+    /// nobody is left to hear of them but the log.
+    @discardableResult
+    func forgetEverything() -> [VaultError] {
+        var failures: [VaultError] = []
+        state.withLock { state in
+            if !state.lock.locked {
+                // An unmount is a last close for every descriptor.
+                for item in state.openItems.items where item.dirty && !item.unlinked {
+                    let writers = state.openItems.descriptors(of: item).filter { $0.refusal == nil }
+                    guard !writers.isEmpty else { continue }
+                    do throws(VaultError) { try store(item, state) } catch { failures.append(error) }
+                }
+            }
+            state.openItems.removeAll()
+            state.directories.removeAll()
+            state.lock.lockForGood()
+        }
+        vault.lock()
+        return failures
+    }
+}

@@ -1,0 +1,46 @@
+import Glibc
+import VaultCore
+
+/// lookup, forget, mkdir, rmdir, unlink, rename: the names in a dictionary.
+extension FileSystem {
+    func lookup(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
+        try state.withLock { (state) throws(VaultError) in
+            let node = try vault.lookup(name, in: NodeID(Int64(parent)))
+            state.lookups.add(UInt64(node.id.rawValue))
+            return pathStat(of: node, state)
+        }
+    }
+
+    /// The kernel dropped `count` references to an inode.
+    func forget(_ inode: UInt64, count: UInt64) {
+        state.withLock { $0.lookups.forget(inode, count: count) }
+    }
+
+    func makeDirectory(_ parent: UInt64, _ name: ItemName, mode: mode_t, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
+        // New dictionaries are private: group and other bits are dropped; the owner's bits and
+        // setuid, setgid and sticky stay, as chmod keeps them.
+        let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o7700)
+        state.withLock { $0.lookups.add(UInt64(node.id.rawValue)) }
+        return stat(of: node)
+    }
+
+    func removeDirectory(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
+        try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
+    }
+
+    func unlink(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
+            state.openItems.item(removed)?.unlinked = true
+        }
+    }
+
+    func rename(_ parent: UInt64, _ name: ItemName, to newParent: UInt64, _ newName: ItemName, noReplace: Bool,
+                _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
+                                          replacing: !noReplace)
+            if let replaced { state.openItems.item(replaced)?.unlinked = true }
+        }
+    }
+}

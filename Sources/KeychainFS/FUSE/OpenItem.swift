@@ -1,0 +1,49 @@
+import VaultCore
+
+/// One open item: the plaintext every descriptor of the node reads and writes, in locked
+/// memory, as tmpfs keeps one page cache per inode. What one descriptor writes the others see
+/// at once; a close or fsync of a descriptor that wrote stores the whole current content in
+/// one durable transaction. Wiped when its last descriptor closes, or by a lock.
+final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's mutex
+    /// The item's attributes as last stored (or loaded), with chmod and utimens applied.
+    var node: Node
+    var content: SecureBuffer
+    /// The content differs from what is stored.
+    var dirty = false
+    /// The modification time to store with the content (writes set it; utimens may set it back).
+    var modified: Timestamp
+    /// When the content last changed here (the ctime the store records).
+    var lastChange: Timestamp
+    /// The item was unlinked or replaced while open: the content stays readable through its
+    /// descriptors and is never stored.
+    var unlinked = false
+    /// A lock wiped the plaintext; it is loaded again on the next use after unlock, if the
+    /// stored item is still the version that was wiped.
+    var forgotten = false
+    /// The item changed while the vault was locked: these descriptors answer EIO, a new open
+    /// gets a new OpenItem.
+    var stale = false
+    /// Descriptors sharing this content.
+    var descriptors = 0
+
+    var id: NodeID { node.id }
+
+    init(node: Node, content: consuming SecureBuffer) {
+        self.node = node
+        self.content = content
+        modified = node.attributes.modified
+        lastChange = node.attributes.changed
+    }
+
+    /// The content was changed through a descriptor.
+    func touched() {
+        dirty = true
+        modified = .now()
+        lastChange = modified
+    }
+
+    /// Replaces the plaintext with an empty buffer; the old one is wiped as it goes.
+    func wipeContent() {
+        if let empty = try? SecureBuffer(capacity: 0) { content = empty }
+    }
+}

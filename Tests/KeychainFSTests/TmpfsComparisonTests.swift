@@ -1,0 +1,179 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The same script of descriptor and metadata cases, run on tmpfs and on the mount: any line
+/// that differs is a bug. The modes given here have no group or other bits, which the mount
+/// drops by choice; the mount is noatime by choice, so no case reads and then looks at atime.
+/// tmpfs runs with RLIMIT_FSIZE at the vault's item limit, which is how the mount's limit
+/// must behave; on the mount the limit is the daemon's alone (the kernel would enforce an
+/// rlimit before the request reached us).
+@Suite struct TmpfsComparisonTests {
+    static let script = #"""
+        import ctypes, errno, os, resource, signal, stat, subprocess, sys
+        d, limit_here = sys.argv[1], sys.argv[2] == 'rlimit'
+        LIMIT = 1 << 20
+        out = []
+        def p(*words): out.append(' '.join(str(w) for w in words))
+        def P(name): return os.path.join(d, name)
+        def attempt(f, *a):
+            try:
+                r = f(*a)
+                return r if r is not None else 'ok'
+            except OSError as e:
+                return 'errno=' + errno.errorcode[e.errno]
+        os.umask(0)
+
+        # One content shared by every descriptor of a file.
+        w = os.open(P('a'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(w, b'hello')
+        r = os.open(P('a'), os.O_RDONLY)
+        p('second descriptor reads what the first wrote:', os.read(r, 100), os.fstat(r).st_size)
+        p('cat sees it too:', subprocess.run(['cat', P('a')], capture_output=True).stdout)
+        os.close(r); os.close(w)
+
+        with open(P('b'), 'wb') as f: f.write(b'old!')
+        r = os.open(P('b'), os.O_RDONLY)
+        w = os.open(P('b'), os.O_WRONLY)
+        os.pwrite(w, b'NEW!', 0); os.close(w)
+        p('a reader sees a store made after it opened:', os.pread(r, 100, 0))
+        os.close(r)
+
+        with open(P('c'), 'wb') as f: f.write(b'start')
+        r = os.open(P('c'), os.O_RDONLY)
+        p('reader to the end:', os.read(r, 100), os.read(r, 100))
+        a = os.open(P('c'), os.O_WRONLY | os.O_APPEND)
+        os.write(a, b'+more')
+        p('reader at the end sees an append:', os.read(r, 100))
+        os.close(a); os.close(r)
+
+        with open(P('t'), 'wb') as f: f.write(b'to be truncated')
+        t = os.open(P('t'), os.O_WRONLY | os.O_TRUNC)
+        r = os.open(P('t'), os.O_RDONLY)
+        p('while an O_TRUNC open is open, a reader reads:', os.read(r, 100), os.stat(P('t')).st_size)
+        os.close(r); os.close(t)
+
+        x = os.open(P('x'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        y = os.open(P('x'), os.O_RDWR)
+        os.pwrite(x, b'AAAA', 0); os.pwrite(y, b'BB', 10)
+        os.close(x); os.close(y)
+        p('two writers at different offsets:', open(P('x'), 'rb').read())
+
+        with open(P('log'), 'wb') as f: f.write(b'base\n')
+        l1 = os.open(P('log'), os.O_WRONLY | os.O_APPEND)
+        l2 = os.open(P('log'), os.O_WRONLY | os.O_APPEND)
+        os.write(l1, b'one;'); os.write(l2, b'two;'); os.close(l2); os.write(l1, b'three;'); os.close(l1)
+        p('two appenders:', open(P('log'), 'rb').read())
+
+        # Metadata.
+        u = os.open(P('u'), os.O_RDWR | os.O_CREAT, 0o600)
+        os.write(u, b'12345')
+        os.unlink(P('u'))
+        st = os.fstat(u)
+        p('fstat after unlink: nlink', st.st_nlink, 'size', st.st_size, 'read', os.pread(u, 10, 0))
+        os.close(u)
+
+        os.mkdir(P('dict'), 0o700)
+        for sub in ('s1', 's2', 's3'): os.mkdir(P('dict/' + sub), 0o700)
+        open(P('dict/item'), 'w').close()
+        p('dictionary nlink with 3 sub-dictionaries:', os.stat(P('dict')).st_nlink, 'empty one:', os.stat(P('dict/s1')).st_nlink)
+        os.rmdir(P('dict/s3')); os.rename(P('dict/s2'), P('s2moved'))
+        p('after rmdir and a move out:', os.stat(P('dict')).st_nlink)
+
+        with open(P('times'), 'wb') as f: f.write(b't')
+        os.utime(P('times'), ns=(1_000_000_123, 2_000_000_456))
+        st = os.stat(P('times'))
+        p('utimensat distinct times:', st.st_atime_ns, st.st_mtime_ns)
+        libc = ctypes.CDLL(None, use_errno=True)
+        class timespec(ctypes.Structure): _fields_ = [('tv_sec', ctypes.c_long), ('tv_nsec', ctypes.c_long)]
+        UTIME_NOW, UTIME_OMIT, AT_FDCWD = (1 << 30) - 1, (1 << 30) - 2, -100
+        def utimensat(path, a, m):
+            ts = (timespec * 2)(a, m)
+            return libc.utimensat(AT_FDCWD, path.encode(), ts, 0)
+        utimensat(P('times'), timespec(3, 7), timespec(0, UTIME_OMIT))
+        st = os.stat(P('times'))
+        p('UTIME_OMIT on mtime:', st.st_atime_ns, st.st_mtime_ns)
+        utimensat(P('times'), timespec(0, UTIME_OMIT), timespec(5, 9))
+        st = os.stat(P('times'))
+        p('UTIME_OMIT on atime:', st.st_atime_ns, st.st_mtime_ns)
+        utimensat(P('times'), timespec(0, UTIME_NOW), timespec(0, UTIME_OMIT))
+        st = os.stat(P('times'))
+        p('UTIME_NOW on atime moves atime only:', st.st_atime_ns > 10**18, st.st_mtime_ns)
+        subprocess.run(['touch', '-a', '-d', '2001-02-03 04:05:06.5 UTC', P('times')], check=True)
+        subprocess.run(['touch', '-m', '-d', '2002-02-03 04:05:06.25 UTC', P('times')], check=True)
+        st = os.stat(P('times'))
+        p('touch -a and touch -m:', st.st_atime_ns, st.st_mtime_ns)
+
+        f = os.open(P('modes'), os.O_WRONLY | os.O_CREAT, 0o4700)
+        os.close(f)
+        os.mkdir(P('sticky'), 0o1700)
+        os.mkdir(P('setgid'), 0o2700)
+        p('modes given at creation:', oct(os.stat(P('modes')).st_mode), oct(os.stat(P('sticky')).st_mode), oct(os.stat(P('setgid')).st_mode))
+
+        # The size limit, as RLIMIT_FSIZE: the write that crosses it fails alone.
+        if limit_here:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+        b = os.open(P('big'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        p('write up to the limit:', os.pwrite(b, b'7' * LIMIT, 0))
+        p('one byte past it:', attempt(os.pwrite, b, b'8', LIMIT))
+        p('the descriptor still reads and writes:', os.pread(b, 4, 0), os.pwrite(b, b'head', 0), os.fstat(b).st_size)
+        p('its close:', attempt(os.close, b))
+        with open(P('big'), 'rb') as f: data = f.read()
+        p('stored:', len(data), data[:6], data[-2:])
+        c = os.open(P('cross'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        p('one write across the limit writes what fits:', attempt(os.write, c, b'9' * (LIMIT + 10)))
+        p('the next one:', attempt(os.write, c, b'9'))
+        p('ftruncate past it:', attempt(os.ftruncate, c, LIMIT + 1))
+        os.close(c)
+        p('stored:', os.stat(P('cross')).st_size)
+
+        fa = os.open(P('alloc'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fa, b'ab')
+        p('posix_fallocate:', attempt(os.posix_fallocate, fa, 0, 100), os.fstat(fa).st_size, os.pread(fa, 4, 0))
+        p('fallocate past the limit:', attempt(os.posix_fallocate, fa, 0, LIMIT + 1))
+        os.close(fa)
+        p('stored:', os.stat(P('alloc')).st_size)
+        print('\n'.join(out))
+        """#
+
+    /// Runs the script in `directory` (as the mounting user, in a fresh process).
+    private func outcome(in directory: String, rlimit: Bool) throws -> [String] {
+        let result = try run("/usr/bin/python3", ["-c", TmpfsComparisonTests.script, directory, rlimit ? "rlimit" : "none"])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdoutText.split(separator: "\n").map(String.init)
+    }
+
+    @Test func descriptorsAndMetadataBehaveAsOnTmpfs() throws {
+        let m = try MountFixture()
+        let tmpfs = m.cli.directory + "/tmpfs"
+        try FileManager.default.createDirectory(atPath: tmpfs, withIntermediateDirectories: true)
+        #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", tmpfs]).status == 0)
+        defer { _ = try? run("/bin/umount", [tmpfs]) }
+
+        let expected = try outcome(in: tmpfs, rlimit: true)
+        let got = try outcome(in: m.mountpoint, rlimit: false)
+        #expect(expected.count > 20)
+        for (line, (want, have)) in zip(expected, got).enumerated() {
+            #expect(want == have, "line \(line): tmpfs and the mount differ")
+        }
+        #expect(expected.count == got.count)
+        #expect(try m.cli.cli(["verify"]).status == 0)
+    }
+
+    /// What tmpfs supports but a vault item, stored whole, has no use for.
+    @Test func holePunchingIsNotSupported() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("content".utf8)) == 0)
+        let result = try run("/usr/bin/python3", ["-c", """
+            import ctypes, errno, os, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(sys.argv[1], os.O_RDWR)
+            PUNCH_HOLE_KEEP_SIZE = 0x02 | 0x01
+            rc = libc.fallocate(fd, PUNCH_HOLE_KEEP_SIZE, ctypes.c_long(0), ctypes.c_long(4))
+            print(rc, errno.errorcode.get(ctypes.get_errno()))
+            """, m.path("f")])
+        #expect(result.stdoutText == "-1 ENOTSUP\n", "\(result.stderr)")
+        #expect(readFile(m.path("f")) == Array("content".utf8))
+    }
+}
