@@ -263,6 +263,43 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(readFile(m.path("canary")) == canary)
     }
 
+    /// Names are secrets too: after a lock, no decrypted name is left anywhere in the daemon,
+    /// whether it was listed (and the listing's handle is still open), looked up, missed,
+    /// renamed, removed or refused.
+    @Test func aLockedDaemonHoldsNoName() throws {
+        let m = try MountFixture()
+        let tag = UUID().uuidString
+        let dictionary = "NAMECANARY-dictionary-" + tag
+        let item = "NAMECANARY-item-" + tag
+        let missing = "NAMECANARY-missing-" + tag
+        let renamed = "NAMECANARY-renamed-" + tag
+        let removed = "NAMECANARY-removed-" + tag
+        #expect(mkdir(m.path(dictionary), 0o700) == 0)
+        #expect(writeFile(m.path(dictionary + "/" + item), Array("x".utf8)) == 0)
+        #expect(writeFile(m.path(dictionary + "/" + removed), Array("x".utf8)) == 0)
+        #expect(writeFile(m.path(dictionary + "/tmp"), Array("x".utf8)) == 0)
+        #expect(rename(m.path(dictionary + "/tmp"), m.path(dictionary + "/" + renamed)) == 0)
+        #expect(unlink(m.path(dictionary + "/" + removed)) == 0)
+        #expect(try sh("ls -lR \(m.mountpoint) >/dev/null").status == 0)
+        let held = try HeldDescriptor(m.path(dictionary), "O_RDONLY|O_DIRECTORY")
+        #expect(held.send("list") == 0)
+        let pid = try status(m.mountpoint).pid
+        // Last before the lock, so what their errors left is not yet overwritten.
+        #expect(errnoOf { open(m.path(dictionary + "/" + missing), O_RDONLY) } == ENOENT)
+        #expect(errnoOf { mkdir(m.path(dictionary + "/" + item), 0o700) } == EEXIST)
+        #expect(errnoOf { rename(m.path(dictionary + "/" + missing), m.path(dictionary + "/" + item)) } == ENOENT)
+        // The scanner sees names while unlocked: the open listing holds them.
+        #expect(processMemoryContains(pid, Array(item.utf8)), "scanner did not find a listed name in an unlocked daemon")
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        for name in [dictionary, item, missing, renamed, removed] {
+            #expect(!processMemoryContains(pid, Array(name.utf8)), "\(name) found in a locked daemon's memory")
+        }
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(held.send("list") == 0)  // the listing goes on after unlock: nothing changed
+        #expect(held.send("close") == 0)
+        #expect(listing(m.path(dictionary)) == [item, renamed])
+    }
+
     @Test func thePassphraseIsGoneRightAfterMounting() throws {
         let phrase = "passphrase-canary-" + UUID().uuidString
         let m = try MountFixture(passphrase: phrase)

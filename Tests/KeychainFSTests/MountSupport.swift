@@ -150,6 +150,8 @@ final class HeldDescriptor {
                         data = data[os.write(fd, data):]
                 elif words[0] == 'ftruncate':
                     os.ftruncate(fd, int(words[1]))
+                elif words[0] == 'list':
+                    os.listdir(fd)
                 elif words[0] == 'close':
                     os.close(fd)
                 print('ok', flush=True)
