@@ -321,12 +321,16 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(mounted.status == 0)
         defer { if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
         let canary = Array(("UNMOUNT-CANARY-" + UUID().uuidString).utf8)
-        #expect(writeFile(mountpoint + "/canary", canary) == 0)
-        let fd = open(mountpoint + "/canary", O_RDONLY | O_CLOEXEC)
+        let name = "UNMOUNT-NAMECANARY-" + UUID().uuidString
+        #expect(writeFile(mountpoint + "/" + name, canary) == 0)
+        let fd = open(mountpoint + "/" + name, O_RDONLY | O_CLOEXEC)
         var buffer = [UInt8](repeating: 0, count: canary.count)
         #expect(pread(fd, &buffer, canary.count, 0) == canary.count)
+        let directory = try HeldDescriptor(mountpoint, "O_RDONLY|O_DIRECTORY")
+        #expect(directory.send("list") == 0)  // a listing with the name, still open
         let pid = try status(mountpoint).pid
         #expect(processMemoryContains(pid, canary))
+        #expect(processMemoryContains(pid, Array(name.utf8)))
         kill(pid, SIGTERM)  // with the file still open: the daemon must wipe it anyway
         var gone = false
         for _ in 0..<200 where !gone {
@@ -336,7 +340,9 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(gone, "the daemon did not finish its wipe")
         #expect(kill(pid, 0) == 0, "the daemon should still be pausing")
         #expect(!processMemoryContains(pid, canary), "canary found in an unmounting daemon's memory")
+        #expect(!processMemoryContains(pid, Array(name.utf8)), "a name found in an unmounting daemon's memory")
         close(fd)
+        _ = directory.send("close")
         kill(pid, SIGKILL)
     }
 }
