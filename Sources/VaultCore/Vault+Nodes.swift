@@ -22,14 +22,11 @@ extension Vault {
     /// Changes whenever anything is committed to the vault, by this process or another: what
     /// tells a reader whether something it read earlier may be out of date.
     public struct ChangeStamp: Equatable, Sendable {
-        let ownCommits: Int
-        let dataVersion: Int64
+        let token: StorageChangeToken
     }
 
     public func changeStamp() throws(VaultError) -> ChangeStamp {
-        try withStore { (store) throws(VaultError) in
-            ChangeStamp(ownCommits: store.db.commits, dataVersion: try store.db.dataVersion())
-        }
+        try withStore { (store) throws(VaultError) in ChangeStamp(token: try store.storage.changeToken()) }
     }
 
     /// Several names looked up in one snapshot, each with its own outcome (`.notFound` where
