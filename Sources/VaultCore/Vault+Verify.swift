@@ -7,7 +7,7 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible {
 
 extension Vault {
     /// Decrypts and authenticates every record, and checks that each sits where it claims to
-    /// (its tag, its parent, its dictionary's entry count). Returns every failure found; an
+    /// (its tag, its parent, its dictionary's entry and subdictionary counts). Returns every failure found; an
     /// empty list means all is well.
     public func verify() throws(VaultError) -> [IntegrityProblem] {
         try reading { (store) throws(VaultError) -> [IntegrityProblem] in
@@ -18,9 +18,12 @@ extension Vault {
             let nodes = try store.storage.everyNode()
             var kinds: [Int64: Int64] = [:]
             var entryCounts: [Int64: Int] = [:]
+            var subdictionaryCounts: [Int64: Int] = [:]
             for case .row(let row, _) in nodes {
                 kinds[row.id.rawValue] = row.kind
-                if row.id != .root { entryCounts[row.parent.rawValue, default: 0] += 1 }
+                guard row.id != .root else { continue }
+                entryCounts[row.parent.rawValue, default: 0] += 1
+                if row.kind == NodeKind.dictionary.rawValue { subdictionaryCounts[row.parent.rawValue, default: 0] += 1 }
             }
             if kinds[NodeID.root.rawValue] != NodeKind.dictionary.rawValue {
                 problems.append(IntegrityProblem(path: "/", reason: "the root dictionary is missing"))
@@ -51,6 +54,7 @@ extension Vault {
                 let record = NodeRecord(place: place, parent: parent, attributes: attributes)
                 switch attributes.kind {
                 case .item:
+                    if attributes.subdictionaries != 0 { report(place.node, "an item with subdictionaries") }
                     guard hasContent else { report(place.node, "content is missing"); continue }
                     do throws(VaultError) {
                         _ = try store.content(of: record)
@@ -62,6 +66,10 @@ extension Vault {
                     let found = entryCounts[row.id.rawValue, default: 0]
                     if found != attributes.size {
                         report(place.node, "\(attributes.size) entries recorded but \(found) found (entries deleted or added)")
+                    }
+                    let foundDictionaries = subdictionaryCounts[row.id.rawValue, default: 0]
+                    if foundDictionaries != attributes.subdictionaries {
+                        report(place.node, "\(attributes.subdictionaries) subdictionaries recorded but \(foundDictionaries) found")
                     }
                 }
             }

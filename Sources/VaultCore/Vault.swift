@@ -47,7 +47,7 @@ public final class Vault: Sendable {
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
             try storage.upsertKeySlot(slot)
             let now = Timestamp.now()
-            let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, modified: now, changed: now, contentGeneration: 0)
+            let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, at: now, contentGeneration: 0)
             let root = RecordPlace.new(.root)
             // The root has no parent and no name: a tag no real name can have, and an empty name.
             try storage.insertNode(NodeRow(id: .root, parent: NodeID(0), kind: NodeKind.dictionary.rawValue, incarnation: root.incarnation,
@@ -60,7 +60,7 @@ public final class Vault: Sendable {
 
     /// Opens an existing vault with a passphrase.
     public static func open(at path: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
-        let storage = try openStorage(at: path)
+        let (storage, version) = try openStorage(at: path)
         let (vaultID, itemSizeLimit, storedMAC) = try readHeader(storage)
         var unlockedMaster: SecureBuffer? = nil
         var unlockedSlot: Int64 = 0
@@ -81,6 +81,11 @@ public final class Vault: Sendable {
         guard cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit) else {
             throw .integrityFailure("vault header")
         }
+        // Upgrading needs the keys (records are sealed again), so it waits for the first open
+        // with a passphrase; opening without one reads older versions as they are.
+        if version < VaultFormat.version {
+            try FormatUpgrade.upgrade(NodeStore(storage: storage, cipher: cipher), from: version, path: path)
+        }
         return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: unlockedSlot)
     }
 
@@ -89,15 +94,15 @@ public final class Vault: Sendable {
         _ = try openStorage(at: path)
     }
 
-    /// The vault's storage, once its format version is one this code reads or upgrades.
-    private static func openStorage(at path: String) throws(VaultError) -> any VaultStorage {
+    /// The vault's storage and format version, once that is one this code reads or upgrades.
+    private static func openStorage(at path: String) throws(VaultError) -> (any VaultStorage, Int) {
         let storage = try SQLiteStorage.open(at: path)
         let version = try storage.formatVersion()
         guard version <= VaultFormat.version else {
             throw .unknownFormatVersion(found: version, supported: VaultFormat.version)
         }
         guard version >= VaultFormat.oldestUpgradable else { throw .notAVault(path: path, reason: "format version \(version)") }
-        return storage
+        return (storage, version)
     }
 
     private static func readHeader(_ storage: any VaultStorage) throws(VaultError) -> ([UInt8], Int, [UInt8]) {

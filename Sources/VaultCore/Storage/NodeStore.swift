@@ -131,7 +131,7 @@ struct NodeStore {
         return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed)
     }
 
-    /// Adds an empty dictionary under `parent`, whose entry count goes up by one.
+    /// Adds an empty dictionary under `parent`, whose entry and subdictionary counts go up by one.
     func insertDictionary(named name: ItemName, in parent: NodeRecord, mode: UInt32) throws(VaultError) -> Node {
         try insertRow(try allocatePlace(), name: name, in: parent, kind: .dictionary, mode: mode, size: 0, sealedContent: nil)
     }
@@ -139,14 +139,14 @@ struct NodeStore {
     private func insertRow(_ place: RecordPlace, name: ItemName, in parent: NodeRecord, kind: NodeKind, mode: UInt32,
                            size: Int, sealedContent: [UInt8]?) throws(VaultError) -> Node {
         let now = Timestamp.now()
-        let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, modified: now, changed: now,
+        let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, at: now,
                                         contentGeneration: kind == .item ? 1 : 0)
         try storage.insertNode(NodeRow(id: place.node, parent: parent.id, kind: kind.rawValue, incarnation: place.incarnation,
                                        nameTag: cipher.tag(for: name, in: parent.id),
                                        sealedName: cipher.sealName(name, place, parent: parent.id),
                                        sealedAttributes: cipher.sealAttributes(attributes, place)),
                                sealedContent: sealedContent)
-        try changeEntries(of: parent, by: 1, at: now)
+        try changeEntries(of: parent, by: 1, subdictionaries: kind == .dictionary ? 1 : 0, at: now)
         return Node(id: place.node, parent: parent.id, attributes: attributes)
     }
 
@@ -154,7 +154,8 @@ struct NodeStore {
         try storage.updateAttributes(of: record.id, sealedAttributes: cipher.sealAttributes(attributes, record.place))
     }
 
-    /// Replaces an item's content; returns its new attributes.
+    /// Replaces an item's content; returns its new attributes. The access time is left as it
+    /// was: only creation and `setAttributes` set it.
     func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
                       changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
         try writeContent(count: content.count, of: record, modified: modified, changed: changed) { (place, generation) throws(VaultError) in
@@ -185,8 +186,14 @@ struct NodeStore {
                            sealedAttributes: cipher.sealAttributes(attributes, record.place))
     }
 
+    /// Deletes `record` (with everything below it) from `dictionary`, whose counts follow.
+    func remove(_ record: NodeRecord, from dictionary: NodeRecord, at time: Timestamp) throws(VaultError) {
+        try delete(record)
+        try changeEntries(of: dictionary, by: -1, subdictionaries: record.kind == .dictionary ? -1 : 0, at: time)
+    }
+
     /// Deletes a node and, for a dictionary, everything below it.
-    func delete(_ record: NodeRecord) throws(VaultError) {
+    private func delete(_ record: NodeRecord) throws(VaultError) {
         if record.kind == .dictionary {
             try storage.deleteSubtree(record.id)
         } else {
@@ -194,11 +201,13 @@ struct NodeStore {
         }
     }
 
-    /// A dictionary's entry count and modification time follow changes to its entries.
-    func changeEntries(of dictionary: NodeRecord, by delta: Int, at time: Timestamp) throws(VaultError) {
+    /// A dictionary's entry count, subdictionary count and modification time follow changes to
+    /// its entries.
+    func changeEntries(of dictionary: NodeRecord, by delta: Int, subdictionaries: Int = 0, at time: Timestamp) throws(VaultError) {
         // Re-read: an earlier step of the same transaction may have changed it.
         var attributes = try existingRecord(dictionary.id).attributes
         attributes.size += delta
+        attributes.subdictionaries += subdictionaries
         attributes.modified = time
         attributes.changed = time
         try writeAttributes(attributes, of: dictionary)

@@ -1,7 +1,8 @@
 /// The vault format, whatever stores it. The version names the layout of the records (and,
 /// with it, the tables a storage keeps); `FormatUpgrade` brings older vaults to it in place.
 enum VaultFormat {
-    static let version = 1
+    /// 2: attributes records of layout 2 (access time, number of subdictionaries).
+    static let version = 2
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
