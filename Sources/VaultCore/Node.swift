@@ -40,10 +40,16 @@ public struct NodeAttributes: Sendable, Equatable {
     public var kind: NodeKind
     /// Permission bits only (07777).
     public var mode: UInt32
-    /// Exact content length; 0 for dictionaries.
+    /// Exact content length; for a dictionary, its number of entries.
     public var size: Int
     public var modified: Timestamp
     public var changed: Timestamp
+    /// Set at creation and by `setAttributes`, never by reads (mounts are noatime) nor by
+    /// content writes.
+    public internal(set) var accessed: Timestamp
+    /// For a dictionary, how many of its entries are dictionaries (st_nlink is 2 plus this,
+    /// taken from authenticated data); 0 for items.
+    public internal(set) var subdictionaries: Int
     /// Incremented on every content write and bound into the content's associated data, so
     /// an older content ciphertext cannot be paired with newer attributes.
     var contentGeneration: UInt64
@@ -51,11 +57,27 @@ public struct NodeAttributes: Sendable, Equatable {
     /// Changes with every stored content: tells whether an item changed between two reads.
     public var contentVersion: UInt64 { contentGeneration }
 
-    static let encodedCount = 48
+    /// The plaintext layouts of the record, named by its first byte. Only `current` is read
+    /// outside an upgrade, so an older record put back in place of a newer one fails to open.
+    enum Layout: UInt8 {
+        /// Format 1: kind, mode, size, generation, mtime, ctime.
+        case v1 = 1
+        /// Format 2: layout 1, then atime and the number of subdictionaries.
+        case v2 = 2
+
+        static let current = Layout.v2
+
+        var encodedCount: Int {
+            switch self {
+            case .v1: return 48
+            case .v2: return 68
+            }
+        }
+    }
 
     func encoded() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: NodeAttributes.encodedCount)
-        out[0] = 1  // layout version of this record
+        var out = [UInt8](repeating: 0, count: Layout.current.encodedCount)
+        out[0] = Layout.current.rawValue
         out[1] = UInt8(kind.rawValue)
         out.store(UInt64(mode), at: 4, width: 4)
         out.store(UInt64(size), at: 8, width: 8)
@@ -64,20 +86,28 @@ public struct NodeAttributes: Sendable, Equatable {
         out.store(UInt64(modified.nanoseconds), at: 32, width: 4)
         out.store(UInt64(bitPattern: changed.seconds), at: 36, width: 8)
         out.store(UInt64(changed.nanoseconds), at: 44, width: 4)
+        out.store(UInt64(bitPattern: accessed.seconds), at: 48, width: 8)
+        out.store(UInt64(accessed.nanoseconds), at: 56, width: 4)
+        out.store(UInt64(subdictionaries), at: 60, width: 8)
         return out
     }
 
-    init(kind: NodeKind, mode: UInt32, size: Int, modified: Timestamp, changed: Timestamp, contentGeneration: UInt64) {
+    /// A new node's attributes: accessed, modified and changed all `time`.
+    init(kind: NodeKind, mode: UInt32, size: Int, at time: Timestamp, contentGeneration: UInt64) {
         self.kind = kind
         self.mode = mode
         self.size = size
-        self.modified = modified
-        self.changed = changed
+        modified = time
+        changed = time
+        accessed = time
+        subdictionaries = 0
         self.contentGeneration = contentGeneration
     }
 
-    init?(decoding bytes: UnsafeRawBufferPointer) {
-        guard bytes.count == NodeAttributes.encodedCount, bytes[0] == 1,
+    /// Layout 1 has no access time and no count of subdictionaries: they read as the
+    /// modification time and 0, for the upgrade to correct from the rows.
+    init?(decoding bytes: UnsafeRawBufferPointer, layout: Layout) {
+        guard bytes.count == layout.encodedCount, bytes[0] == layout.rawValue,
               let kind = NodeKind(rawValue: Int64(bytes[1])) else { return nil }
         self.kind = kind
         mode = UInt32(bytes.load(at: 4, width: 4)) & 0o7777
@@ -89,6 +119,17 @@ public struct NodeAttributes: Sendable, Equatable {
                              nanoseconds: UInt32(truncatingIfNeeded: bytes.load(at: 32, width: 4)))
         changed = Timestamp(seconds: Int64(bitPattern: bytes.load(at: 36, width: 8)),
                             nanoseconds: UInt32(truncatingIfNeeded: bytes.load(at: 44, width: 4)))
+        switch layout {
+        case .v1:
+            accessed = modified
+            subdictionaries = 0
+        case .v2:
+            accessed = Timestamp(seconds: Int64(bitPattern: bytes.load(at: 48, width: 8)),
+                                 nanoseconds: UInt32(truncatingIfNeeded: bytes.load(at: 56, width: 4)))
+            let subdictionaries = bytes.load(at: 60, width: 8)
+            guard subdictionaries <= UInt64(Int.max) else { return nil }
+            self.subdictionaries = Int(subdictionaries)
+        }
     }
 }
 

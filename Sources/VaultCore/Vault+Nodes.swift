@@ -22,14 +22,11 @@ extension Vault {
     /// Changes whenever anything is committed to the vault, by this process or another: what
     /// tells a reader whether something it read earlier may be out of date.
     public struct ChangeStamp: Equatable, Sendable {
-        let ownCommits: Int
-        let dataVersion: Int64
+        let token: StorageChangeToken
     }
 
     public func changeStamp() throws(VaultError) -> ChangeStamp {
-        try withStore { (store) throws(VaultError) in
-            ChangeStamp(ownCommits: store.db.commits, dataVersion: try store.db.dataVersion())
-        }
+        try withStore { (store) throws(VaultError) in ChangeStamp(token: try store.storage.changeToken()) }
     }
 
     /// Several names looked up in one snapshot, each with its own outcome (`.notFound` where
@@ -121,13 +118,15 @@ extension Vault {
         RecordCipher.contentBucket(for: count)
     }
 
-    /// chmod / utimens.
-    public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil) throws(VaultError) -> Node {
+    /// chmod / utimens: each given value is stored, and the change time becomes now.
+    public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil,
+                              accessed: Timestamp? = nil) throws(VaultError) -> Node {
         try writing { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             var attributes = record.attributes
             if let mode { attributes.mode = mode & 0o7777 }
             if let modified { attributes.modified = modified }
+            if let accessed { attributes.accessed = accessed }
             attributes.changed = .now()
             try store.writeAttributes(attributes, of: record)
             return Node(id: id, parent: record.parent, attributes: attributes)
@@ -144,8 +143,7 @@ extension Vault {
                 throw .notFound(store.describe(parent, appending: name))
             }
             try store.checkRemovable(record, as: kind, path: store.describe(parent, appending: name))
-            try store.delete(record)
-            try store.changeEntries(of: dictionary, by: -1, at: .now())
+            try store.remove(record, from: dictionary, at: .now())
             return record.id
         }
     }
@@ -179,14 +177,14 @@ extension Vault {
             let targetPath = store.describe(newParent, appending: newName)
             guard replacing else { throw .alreadyExists(targetPath) }
             try store.checkRemovable(target, as: source.kind, path: targetPath)
-            try store.delete(target)
-            try store.changeEntries(of: targetDictionary, by: -1, at: now)
+            try store.remove(target, from: targetDictionary, at: now)
             replaced = target.id
         }
         try store.relink(source, to: newParent, as: newName, at: now)
         if newParent != parent {
-            try store.changeEntries(of: sourceDictionary, by: -1, at: now)
-            try store.changeEntries(of: targetDictionary, by: 1, at: now)
+            let subdictionaries = source.kind == .dictionary ? 1 : 0
+            try store.changeEntries(of: sourceDictionary, by: -1, subdictionaries: -subdictionaries, at: now)
+            try store.changeEntries(of: targetDictionary, by: 1, subdictionaries: subdictionaries, at: now)
         } else {
             try store.changeEntries(of: sourceDictionary, by: 0, at: now)
         }

@@ -105,8 +105,7 @@ extension Vault {
             if record.kind == .dictionary, !recursive, try store.hasChildren(record.id) {
                 throw .notEmpty(path.description)
             }
-            try store.delete(record)
-            try store.changeEntries(of: parent, by: -1, at: .now())
+            try store.remove(record, from: parent, at: .now())
         }
     }
 

@@ -7,7 +7,7 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible {
 
 extension Vault {
     /// Decrypts and authenticates every record, and checks that each sits where it claims to
-    /// (its tag, its parent, its dictionary's entry count). Returns every failure found; an
+    /// (its tag, its parent, its dictionary's entry and subdictionary counts). Returns every failure found; an
     /// empty list means all is well.
     public func verify() throws(VaultError) -> [IntegrityProblem] {
         try reading { (store) throws(VaultError) -> [IntegrityProblem] in
@@ -15,55 +15,61 @@ extension Vault {
             func report(_ id: NodeID, _ reason: String) {
                 problems.append(IntegrityProblem(path: store.describe(id), reason: reason))
             }
+            let nodes = try store.storage.everyNode()
             var kinds: [Int64: Int64] = [:]
             var entryCounts: [Int64: Int] = [:]
-            try store.db.query("SELECT id, parent, kind FROM nodes") { (row) throws(VaultError) in
-                guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer else { return }
-                kinds[id] = kind
-                if id != NodeID.root.rawValue { entryCounts[parent, default: 0] += 1 }
+            var subdictionaryCounts: [Int64: Int] = [:]
+            for case .row(let row, _) in nodes {
+                kinds[row.id.rawValue] = row.kind
+                guard row.id != .root else { continue }
+                entryCounts[row.parent.rawValue, default: 0] += 1
+                if row.kind == NodeKind.dictionary.rawValue { subdictionaryCounts[row.parent.rawValue, default: 0] += 1 }
             }
             if kinds[NodeID.root.rawValue] != NodeKind.dictionary.rawValue {
                 problems.append(IntegrityProblem(path: "/", reason: "the root dictionary is missing"))
             }
-            if let next = try store.db.row("SELECT next_node_id FROM vault")?.first?.integer, let highest = kinds.keys.max(), next <= highest {
+            if let next = try store.storage.nextNodeID(), let highest = kinds.keys.max(), next.rawValue <= highest {
                 problems.append(IntegrityProblem(path: "/", reason: "the node counter was moved back"))
             }
-            let rows = try store.db.rows("SELECT id, parent, kind, incarnation, name_tag, name, attributes, content IS NOT NULL FROM nodes ORDER BY id")
-            for row in rows {
-                guard let rawID = row[0].integer, let rawParent = row[1].integer, let rawKind = row[2].integer,
-                      let incarnation = row[3].blob, let tag = row[4].blob, let sealedName = row[5].blob,
-                      let sealedAttributes = row[6].blob, let hasContent = row[7].integer else {
-                    problems.append(IntegrityProblem(path: "<record \(row[0].integer ?? -1)>", reason: "malformed row"))
+            for node in nodes {
+                guard case .row(let row, let hasContent) = node else {
+                    guard case .malformed(let id) = node else { continue }
+                    problems.append(IntegrityProblem(path: "<record \(id ?? -1)>", reason: "malformed row"))
                     continue
                 }
-                let place = RecordPlace(node: NodeID(rawID), incarnation: incarnation)
-                let parent = NodeID(rawParent)
+                let place = RecordPlace(node: row.id, incarnation: row.incarnation)
+                let parent = row.parent
                 if place.node != .root {
                     if kinds[parent.rawValue] != NodeKind.dictionary.rawValue { report(place.node, "its dictionary is missing") }
-                    if let name = store.cipher.openName(sealedName, place, parent: parent) {
-                        if store.cipher.tag(for: name, in: parent) != tag { report(place.node, "its lookup tag does not match its name") }
+                    if let name = store.cipher.openName(row.sealedName, place, parent: parent) {
+                        if store.cipher.tag(for: name, in: parent) != row.nameTag { report(place.node, "its lookup tag does not match its name") }
                     } else {
                         report(place.node, "name failed authentication")
                     }
                 }
-                guard let attributes = store.cipher.openAttributes(sealedAttributes, place), attributes.kind.rawValue == rawKind else {
+                guard let attributes = store.cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
                     report(place.node, "attributes failed authentication")
                     continue
                 }
                 let record = NodeRecord(place: place, parent: parent, attributes: attributes)
                 switch attributes.kind {
                 case .item:
-                    guard hasContent == 1 else { report(place.node, "content is missing"); continue }
+                    if attributes.subdictionaries != 0 { report(place.node, "an item with subdictionaries") }
+                    guard hasContent else { report(place.node, "content is missing"); continue }
                     do throws(VaultError) {
                         _ = try store.content(of: record)
                     } catch .integrityFailure {
                         report(place.node, "content failed authentication")
                     }
                 case .dictionary:
-                    if hasContent == 1 { report(place.node, "a dictionary with content") }
-                    let found = entryCounts[rawID, default: 0]
+                    if hasContent { report(place.node, "a dictionary with content") }
+                    let found = entryCounts[row.id.rawValue, default: 0]
                     if found != attributes.size {
                         report(place.node, "\(attributes.size) entries recorded but \(found) found (entries deleted or added)")
+                    }
+                    let foundDictionaries = subdictionaryCounts[row.id.rawValue, default: 0]
+                    if foundDictionaries != attributes.subdictionaries {
+                        report(place.node, "\(attributes.subdictionaries) subdictionaries recorded but \(foundDictionaries) found")
                     }
                 }
             }

@@ -18,6 +18,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case vaultExists(String)
     case notAVault(path: String, reason: String)
     case unknownFormatVersion(found: Int, supported: Int)
+    /// Opening a vault of an older format could not upgrade it; it was left as it was.
+    case formatUpgradeFailed(path: String, version: Int, target: Int, reason: String)
     case locked
     case diskFull
     case storageFailure(String)
@@ -58,6 +60,9 @@ extension VaultError: CustomStringConvertible {
             return "\(path): not a KeychainFS vault (\(reason))"
         case .unknownFormatVersion(let found, let supported):
             return "vault format version \(found) is newer than this keychainfs supports (\(supported)); upgrade keychainfs"
+        case .formatUpgradeFailed(let path, let version, let target, let reason):
+            return "\(path): cannot upgrade the vault from format version \(version) to \(target) (\(reason)); "
+                + "the vault is unchanged and still format version \(version)"
         case .locked:
             return "the vault is locked"
         case .diskFull:

@@ -34,6 +34,7 @@ enum ExitStatus {
         case .vaultInUse, .locked: return vaultBusy
         case .vaultNotFound, .notAVault, .unknownFormatVersion: return unusableVault
         case .diskFull, .storageFailure, .secureMemoryUnavailable: return storage
+        case .formatUpgradeFailed: return storage
         }
     }
 }

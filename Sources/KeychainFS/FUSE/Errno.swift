@@ -19,6 +19,7 @@ extension VaultError {
         case .diskFull: return ENOSPC
         case .secureMemoryUnavailable: return ENOMEM
         case .storageFailure, .vaultNotFound, .vaultExists, .notAVault, .unknownFormatVersion: return EIO
+        case .formatUpgradeFailed: return EIO
         }
     }
 }

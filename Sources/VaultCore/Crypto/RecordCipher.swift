@@ -19,7 +19,12 @@ final class RecordCipher: Sendable {
         case keySlot = 1, name = 2, attributes = 3, content = 4
     }
 
-    static let formatTag: [UInt8] = Array("KCFS".utf8) + [UInt8(VaultFormat.version)]
+    /// How records are sealed (keys, associated data, header MAC), apart from the format
+    /// version: a new format changes what records hold, not how they are sealed, so it stays 1
+    /// and every sealed record, key slot and the header MAC keeps its bytes across upgrades.
+    /// Changing it would mean re-encrypting every record and rewrapping every key slot.
+    static let sealingScheme: UInt8 = 1
+    static let formatTag: [UInt8] = Array("KCFS".utf8) + [sealingScheme]
     /// Names are padded to a multiple of this, so ciphertexts reveal only a length bucket.
     static let nameBlock = 64
     /// Contents are padded to the next power of two at or above this.
@@ -118,13 +123,15 @@ final class RecordCipher: Sendable {
         return attributes.encoded().withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
     }
 
-    func openAttributes(_ sealed: [UInt8], _ place: RecordPlace) -> NodeAttributes? {
-        guard AEAD.plaintextCount(ofSealed: sealed) == NodeAttributes.encodedCount,
+    /// Opens an attributes record of `layout`: only the current one, except while upgrading.
+    func openAttributes(_ sealed: [UInt8], _ place: RecordPlace,
+                        layout: NodeAttributes.Layout = .current) -> NodeAttributes? {
+        guard AEAD.plaintextCount(ofSealed: sealed) == layout.encodedCount,
               var plain = AEAD.openMetadata(sealed, key: keys.content, associatedData: associatedData(.attributes, place, binding: 0)) else {
             return nil
         }
         defer { wipe(&plain) }
-        return plain.withUnsafeBytes { NodeAttributes(decoding: $0) }
+        return plain.withUnsafeBytes { NodeAttributes(decoding: $0, layout: layout) }
     }
 
     // MARK: contents

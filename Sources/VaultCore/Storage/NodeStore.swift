@@ -10,14 +10,12 @@ struct NodeRecord {
     var node: Node { Node(id: id, parent: parent, attributes: attributes) }
 }
 
-/// The node operations on one connection with one set of keys, each a step inside a
+/// The node operations on one storage with one set of keys, each a step inside a
 /// transaction the caller opened. Every record is authenticated here before anything
-/// (including its kind) is used.
+/// (including its kind) is used; the storage below sees only ciphertext, tags and ids.
 struct NodeStore {
-    let db: SQLiteConnection
+    let storage: any VaultStorage
     let cipher: RecordCipher
-
-    private static let columns = "id, parent, kind, incarnation, attributes, name"
 
     /// What to do with a row's sealed name: it is only opened when a caller needs it (listing)
     /// or found the row through it (lookup); reaching a node by id relies on its attributes,
@@ -29,13 +27,9 @@ struct NodeStore {
     }
 
     /// Authenticates a row: its attributes always, its name as `names` says.
-    private func authenticate(_ row: [SQLValue], names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
-        guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer,
-              let incarnation = row[3].blob, let sealedAttributes = row[4].blob, let sealedName = row[5].blob else {
-            throw .integrityFailure("record \(row.first?.integer.map(String.init) ?? "?") (malformed row)")
-        }
-        let place = RecordPlace(node: NodeID(id), incarnation: incarnation)
-        guard let attributes = cipher.openAttributes(sealedAttributes, place), attributes.kind.rawValue == kind else {
+    private func authenticate(_ row: NodeRow, names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
+        let place = RecordPlace(node: row.id, incarnation: row.incarnation)
+        guard let attributes = cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
             throw .integrityFailure(describe(place.node))
         }
         var name: ItemName? = nil
@@ -43,29 +37,25 @@ struct NodeStore {
         case .skip:
             break
         case .expect(let expected):
-            name = cipher.openName(sealedName, place, parent: NodeID(parent))
+            name = cipher.openName(row.sealedName, place, parent: row.parent)
             guard name == expected else { throw .integrityFailure(describe(place.node)) }
         case .decode:
             if place.node != .root {
-                name = cipher.openName(sealedName, place, parent: NodeID(parent))
+                name = cipher.openName(row.sealedName, place, parent: row.parent)
                 guard name != nil else { throw .integrityFailure(describe(place.node)) }
             }
         }
-        return (NodeRecord(place: place, parent: NodeID(parent), attributes: attributes), name)
+        return (NodeRecord(place: place, parent: row.parent, attributes: attributes), name)
     }
 
     func record(_ id: NodeID) throws(VaultError) -> NodeRecord? {
-        guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
-            return nil
-        }
+        guard let row = try storage.node(id) else { return nil }
         return try authenticate(row).0
     }
 
     func name(of id: NodeID) throws(VaultError) -> ItemName? {
         guard id != .root else { return nil }
-        guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
-            throw .notFound("node \(id)")
-        }
+        guard let row = try storage.node(id) else { throw .notFound("node \(id)") }
         return try authenticate(row, names: .decode).1
     }
 
@@ -84,9 +74,7 @@ struct NodeStore {
     /// Finds `name` in `parent` by its tag, then checks the stored name really is `name`:
     /// a moved or forged row cannot answer for another.
     func child(named name: ItemName, in parent: NodeID) throws(VaultError) -> NodeRecord? {
-        let tag = cipher.tag(for: name, in: parent)
-        guard let row = try db.row("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND name_tag = ?",
-                                   [.integer(parent.rawValue), .blob(tag)]) else { return nil }
+        guard let row = try storage.node(in: parent, nameTag: cipher.tag(for: name, in: parent)) else { return nil }
         return try authenticate(row, names: .expect(name)).0
     }
 
@@ -94,8 +82,7 @@ struct NodeStore {
     /// attributes, so a deleted or smuggled-in row shows as an integrity failure.
     func children(of parent: NodeRecord) throws(VaultError) -> [(name: ItemName, record: NodeRecord)] {
         var result: [(name: ItemName, record: NodeRecord)] = []
-        try db.query("SELECT \(NodeStore.columns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.id.rawValue)]) {
-            (row) throws(VaultError) in
+        for row in try storage.children(of: parent.id) {
             let (record, name) = try authenticate(row, names: .decode)
             result.append((name!, record))
         }
@@ -118,11 +105,11 @@ struct NodeStore {
     }
 
     func hasChildren(_ id: NodeID) throws(VaultError) -> Bool {
-        try db.row("SELECT 1 FROM nodes WHERE parent = ? AND id != parent LIMIT 1", [.integer(id.rawValue)]) != nil
+        try storage.hasChildren(id)
     }
 
     func content(of record: NodeRecord) throws(VaultError) -> SecureBuffer {
-        guard let sealed = try db.row("SELECT content FROM nodes WHERE id = ?", [.integer(record.id.rawValue)])?.first?.blob,
+        guard let sealed = try storage.sealedContent(of: record.id),
               let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
                                                    expectedCount: record.attributes.size) else {
             throw .integrityFailure(describe(record.id))
@@ -133,10 +120,7 @@ struct NodeStore {
     // MARK: writes
 
     private func allocatePlace() throws(VaultError) -> RecordPlace {
-        guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
-            throw .integrityFailure("vault header (missing)")
-        }
-        return RecordPlace.new(NodeID(id))
+        RecordPlace.new(try storage.allocateNodeID())
     }
 
     /// Adds an item under `parent`, whose entry count goes up by one.
@@ -144,34 +128,34 @@ struct NodeStore {
                     content: borrowing SecureBuffer) throws(VaultError) -> Node {
         let place = try allocatePlace()
         let sealed = try cipher.sealContent(content, place, generation: 1)
-        return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: .blob(sealed))
+        return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed)
     }
 
-    /// Adds an empty dictionary under `parent`, whose entry count goes up by one.
+    /// Adds an empty dictionary under `parent`, whose entry and subdictionary counts go up by one.
     func insertDictionary(named name: ItemName, in parent: NodeRecord, mode: UInt32) throws(VaultError) -> Node {
-        try insertRow(try allocatePlace(), name: name, in: parent, kind: .dictionary, mode: mode, size: 0, sealedContent: .null)
+        try insertRow(try allocatePlace(), name: name, in: parent, kind: .dictionary, mode: mode, size: 0, sealedContent: nil)
     }
 
     private func insertRow(_ place: RecordPlace, name: ItemName, in parent: NodeRecord, kind: NodeKind, mode: UInt32,
-                           size: Int, sealedContent: SQLValue) throws(VaultError) -> Node {
+                           size: Int, sealedContent: [UInt8]?) throws(VaultError) -> Node {
         let now = Timestamp.now()
-        let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, modified: now, changed: now,
+        let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, at: now,
                                         contentGeneration: kind == .item ? 1 : 0)
-        try db.run("INSERT INTO nodes (id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
-            .integer(place.node.rawValue), .integer(parent.id.rawValue), .integer(kind.rawValue), .blob(place.incarnation),
-            .blob(cipher.tag(for: name, in: parent.id)), .blob(cipher.sealName(name, place, parent: parent.id)),
-            .blob(cipher.sealAttributes(attributes, place)), sealedContent,
-        ])
-        try changeEntries(of: parent, by: 1, at: now)
+        try storage.insertNode(NodeRow(id: place.node, parent: parent.id, kind: kind.rawValue, incarnation: place.incarnation,
+                                       nameTag: cipher.tag(for: name, in: parent.id),
+                                       sealedName: cipher.sealName(name, place, parent: parent.id),
+                                       sealedAttributes: cipher.sealAttributes(attributes, place)),
+                               sealedContent: sealedContent)
+        try changeEntries(of: parent, by: 1, subdictionaries: kind == .dictionary ? 1 : 0, at: now)
         return Node(id: place.node, parent: parent.id, attributes: attributes)
     }
 
     func writeAttributes(_ attributes: NodeAttributes, of record: NodeRecord) throws(VaultError) {
-        try db.run("UPDATE nodes SET attributes = ? WHERE id = ?",
-                   [.blob(cipher.sealAttributes(attributes, record.place)), .integer(record.id.rawValue)])
+        try storage.updateAttributes(of: record.id, sealedAttributes: cipher.sealAttributes(attributes, record.place))
     }
 
-    /// Replaces an item's content; returns its new attributes.
+    /// Replaces an item's content; returns its new attributes. The access time is left as it
+    /// was: only creation and `setAttributes` set it.
     func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
                       changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
         try writeContent(count: content.count, of: record, modified: modified, changed: changed) { (place, generation) throws(VaultError) in
@@ -188,8 +172,8 @@ struct NodeStore {
         attributes.modified = modified
         attributes.changed = max(changed ?? Timestamp.now(), attributes.changed)
         let sealed = try seal(record.place, attributes.contentGeneration)
-        try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
-                   [.blob(cipher.sealAttributes(attributes, record.place)), .blob(sealed), .integer(record.id.rawValue)])
+        try storage.updateAttributesAndContent(of: record.id, sealedAttributes: cipher.sealAttributes(attributes, record.place),
+                                               sealedContent: sealed)
         return attributes
     }
 
@@ -197,32 +181,33 @@ struct NodeStore {
     func relink(_ record: NodeRecord, to parent: NodeID, as name: ItemName, at time: Timestamp) throws(VaultError) {
         var attributes = record.attributes
         attributes.changed = time
-        try db.run("UPDATE nodes SET parent = ?, name_tag = ?, name = ?, attributes = ? WHERE id = ?", [
-            .integer(parent.rawValue), .blob(cipher.tag(for: name, in: parent)),
-            .blob(cipher.sealName(name, record.place, parent: parent)),
-            .blob(cipher.sealAttributes(attributes, record.place)), .integer(record.id.rawValue),
-        ])
+        try storage.relink(record.id, to: parent, nameTag: cipher.tag(for: name, in: parent),
+                           sealedName: cipher.sealName(name, record.place, parent: parent),
+                           sealedAttributes: cipher.sealAttributes(attributes, record.place))
+    }
+
+    /// Deletes `record` (with everything below it) from `dictionary`, whose counts follow.
+    func remove(_ record: NodeRecord, from dictionary: NodeRecord, at time: Timestamp) throws(VaultError) {
+        try delete(record)
+        try changeEntries(of: dictionary, by: -1, subdictionaries: record.kind == .dictionary ? -1 : 0, at: time)
     }
 
     /// Deletes a node and, for a dictionary, everything below it.
-    func delete(_ record: NodeRecord) throws(VaultError) {
+    private func delete(_ record: NodeRecord) throws(VaultError) {
         if record.kind == .dictionary {
-            try db.run("""
-                WITH RECURSIVE subtree(id) AS (
-                    SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
-                )
-                DELETE FROM nodes WHERE id IN subtree
-                """, [.integer(record.id.rawValue)])
+            try storage.deleteSubtree(record.id)
         } else {
-            try db.run("DELETE FROM nodes WHERE id = ?", [.integer(record.id.rawValue)])
+            try storage.deleteNode(record.id)
         }
     }
 
-    /// A dictionary's entry count and modification time follow changes to its entries.
-    func changeEntries(of dictionary: NodeRecord, by delta: Int, at time: Timestamp) throws(VaultError) {
+    /// A dictionary's entry count, subdictionary count and modification time follow changes to
+    /// its entries.
+    func changeEntries(of dictionary: NodeRecord, by delta: Int, subdictionaries: Int = 0, at time: Timestamp) throws(VaultError) {
         // Re-read: an earlier step of the same transaction may have changed it.
         var attributes = try existingRecord(dictionary.id).attributes
         attributes.size += delta
+        attributes.subdictionaries += subdictionaries
         attributes.modified = time
         attributes.changed = time
         try writeAttributes(attributes, of: dictionary)
@@ -235,9 +220,8 @@ struct NodeStore {
         while true {
             if current == ancestor { return true }
             if current == .root { return false }
-            guard let row = try db.row("SELECT parent FROM nodes WHERE id = ?", [.integer(current.rawValue)]),
-                  let parent = row[0].integer else { return false }
-            current = NodeID(parent)
+            guard let parent = try storage.parent(of: current) else { return false }
+            current = parent
             steps += 1
             if steps > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(id))") }
         }
@@ -250,14 +234,13 @@ struct NodeStore {
         var parts: [String] = []
         var current = id
         while current != .root, parts.count < 256 {
-            guard let row = try? db.row("SELECT parent, incarnation, name FROM nodes WHERE id = ?", [.integer(current.rawValue)]),
-                  let parent = row[0].integer, let incarnation = row[1].blob, let sealed = row[2].blob else {
+            guard let row = try? storage.node(current) else {
                 parts.append("<record \(current.rawValue)>")
                 break
             }
-            let place = RecordPlace(node: current, incarnation: incarnation)
-            parts.append(cipher.openName(sealed, place, parent: NodeID(parent))?.description ?? "<record \(current.rawValue)>")
-            current = NodeID(parent)
+            let place = RecordPlace(node: current, incarnation: row.incarnation)
+            parts.append(cipher.openName(row.sealedName, place, parent: row.parent)?.description ?? "<record \(current.rawValue)>")
+            current = row.parent
         }
         return parts.isEmpty ? "/" : parts.reversed().joined(separator: "/")
     }

@@ -1,47 +1,12 @@
-/// The on-disk layout: an SQLite database whose own header carries our application id and
-/// format version (PRAGMA application_id / user_version), so no custom header is invented.
+/// The vault format, whatever stores it. The version names the layout of the records (and,
+/// with it, the tables a storage keeps); `FormatUpgrade` brings older vaults to it in place.
 enum VaultFormat {
-    static let version = 1
-    /// "KCFS"
+    /// 2: attributes records of layout 2 (access time, number of subdictionaries).
+    static let version = 2
+    /// The oldest version this code upgrades from.
+    static let oldestUpgradable = 1
+    /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     static let applicationID: Int32 = 0x4B43_4653
-
-    static let schema = """
-        CREATE TABLE vault (
-            singleton        INTEGER PRIMARY KEY CHECK (singleton = 1),
-            vault_id         BLOB    NOT NULL,
-            item_size_limit  INTEGER NOT NULL,
-            next_node_id     INTEGER NOT NULL,
-            header_mac       BLOB    NOT NULL
-        );
-        CREATE TABLE key_slots (
-            id                 INTEGER PRIMARY KEY,
-            kdf_algorithm      INTEGER NOT NULL,
-            kdf_opslimit       INTEGER NOT NULL,
-            kdf_memlimit       INTEGER NOT NULL,
-            salt               BLOB    NOT NULL,
-            wrapped_master_key BLOB    NOT NULL
-        );
-        CREATE TABLE nodes (
-            id         INTEGER PRIMARY KEY,
-            parent     INTEGER NOT NULL,
-            kind       INTEGER NOT NULL,
-            incarnation BLOB   NOT NULL,
-            name_tag   BLOB    NOT NULL,
-            name       BLOB    NOT NULL,
-            attributes BLOB    NOT NULL,
-            content    BLOB,
-            UNIQUE (parent, name_tag)
-        );
-        """
-
-    /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
-    /// so replaced ciphertexts do not linger, wait out other writers rather than fail.
-    static let connectionPragmas = """
-        PRAGMA synchronous = FULL;
-        PRAGMA secure_delete = ON;
-        PRAGMA foreign_keys = OFF;
-        PRAGMA journal_size_limit = 4194304;
-        """
 
     static let vaultIDBytes = 16
     static let defaultItemSizeLimit = 1 << 20

@@ -1,7 +1,7 @@
 import Glibc
 
-/// The few filesystem steps around the vault file that SQLite does not do itself.
-enum FileSystem {
+/// The few filesystem steps around an SQLite vault file that SQLite does not do itself.
+enum VaultFiles {
     static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 
     /// `mkdir -p` of the vault's directory; directories it creates are 0700.

@@ -1,0 +1,59 @@
+/// One step of the in-place upgrades: rewrites what format `target - 1` holds into what
+/// format `target` holds. Steps run in order, all in one transaction that also sets the new
+/// version, so a vault is upgraded completely or not at all (a crash leaves the old one).
+struct FormatUpgrade: Sendable {
+    let target: Int
+    let run: @Sendable (NodeStore) throws(VaultError) -> Void
+
+    /// In order, one per version after `VaultFormat.oldestUpgradable`; each new format adds its
+    /// step here (and, if its tables change, a migration in the storage).
+    static let steps: [FormatUpgrade] = [
+        FormatUpgrade(target: 2, run: resealAttributesInLayout2),
+    ]
+
+    /// Brings the vault behind `store` to `VaultFormat.version`; `found` is the version it was
+    /// opened at. On failure nothing has changed, and the error says so.
+    static func upgrade(_ store: NodeStore, from found: Int, path: String) throws(VaultError) {
+        precondition(steps.map(\.target) == Array(VaultFormat.oldestUpgradable + 1 ... VaultFormat.version),
+                     "one upgrade step per format version")
+        let storage = store.storage
+        do {
+            try storage.write(.durable) { () throws(VaultError) in
+                // Again under the write lock: another process may have upgraded it meanwhile.
+                let current = try storage.formatVersion()
+                guard current <= VaultFormat.version else {
+                    throw .unknownFormatVersion(found: current, supported: VaultFormat.version)
+                }
+                for step in steps where step.target > current {
+                    try storage.prepareStorage(forFormatVersion: step.target)
+                    try step.run(store)
+                }
+                if current < VaultFormat.version { try storage.setFormatVersion(VaultFormat.version) }
+            }
+        } catch .unknownFormatVersion(let newer, let supported) {
+            throw .unknownFormatVersion(found: newer, supported: supported)
+        } catch {
+            throw .formatUpgradeFailed(path: path, version: found, target: VaultFormat.version, reason: error.description)
+        }
+    }
+
+    /// 1 -> 2: attributes gain the access time (the modification time, lacking a better one)
+    /// and, for dictionaries, the number of subdictionaries, counted from the rows as verify
+    /// counts entries.
+    private static func resealAttributesInLayout2(_ store: NodeStore) throws(VaultError) {
+        let nodes = try store.storage.everyNode()
+        var subdictionaries: [NodeID: Int] = [:]
+        for case .row(let row, _) in nodes where row.id != .root && row.kind == NodeKind.dictionary.rawValue {
+            subdictionaries[row.parent, default: 0] += 1
+        }
+        for case .row(let row, _) in nodes {
+            let place = RecordPlace(node: row.id, incarnation: row.incarnation)
+            // A record that fails authentication is left as it is: it fails as before, and
+            // verify names it. Only what authenticates is sealed again.
+            guard var attributes = store.cipher.openAttributes(row.sealedAttributes, place, layout: .v1),
+                  attributes.kind.rawValue == row.kind else { continue }
+            attributes.subdictionaries = attributes.kind == .dictionary ? subdictionaries[row.id, default: 0] : 0
+            try store.storage.updateAttributes(of: row.id, sealedAttributes: store.cipher.sealAttributes(attributes, place))
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// The SQLite layout of a vault: SQLite's own header carries the application id and the format
+/// version (PRAGMA application_id / user_version), so no custom header is invented.
+enum SQLiteSchema {
+    /// The tables of a vault of `VaultFormat.version`; `migrations` brings older ones here.
+    static let tables = """
+        CREATE TABLE vault (
+            singleton        INTEGER PRIMARY KEY CHECK (singleton = 1),
+            vault_id         BLOB    NOT NULL,
+            item_size_limit  INTEGER NOT NULL,
+            next_node_id     INTEGER NOT NULL,
+            header_mac       BLOB    NOT NULL
+        );
+        CREATE TABLE key_slots (
+            id                 INTEGER PRIMARY KEY,
+            kdf_algorithm      INTEGER NOT NULL,
+            kdf_opslimit       INTEGER NOT NULL,
+            kdf_memlimit       INTEGER NOT NULL,
+            salt               BLOB    NOT NULL,
+            wrapped_master_key BLOB    NOT NULL
+        );
+        CREATE TABLE nodes (
+            id         INTEGER PRIMARY KEY,
+            parent     INTEGER NOT NULL,
+            kind       INTEGER NOT NULL,
+            incarnation BLOB   NOT NULL,
+            name_tag   BLOB    NOT NULL,
+            name       BLOB    NOT NULL,
+            attributes BLOB    NOT NULL,
+            content    BLOB,
+            UNIQUE (parent, name_tag)
+        );
+        """
+
+    /// What the tables need to reach each format version from the one before, by target
+    /// version. Version 2 changed only what the attributes hold, not the tables.
+    static let migrations: [Int: String] = [:]
+
+    /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
+    /// so replaced ciphertexts do not linger, wait out other writers rather than fail.
+    static let connectionPragmas = """
+        PRAGMA synchronous = FULL;
+        PRAGMA secure_delete = ON;
+        PRAGMA foreign_keys = OFF;
+        PRAGMA journal_size_limit = 4194304;
+        """
+}

@@ -1,0 +1,256 @@
+import Glibc
+
+/// A vault in one SQLite file: the header in a singleton row, the format version in
+/// `user_version`, one row per node. The file is checked and created here; what its records
+/// mean is NodeStore's business.
+final class SQLiteStorage: VaultStorage, @unchecked Sendable {
+    private let db: SQLiteConnection
+    /// Whether the file is known to be in WAL mode (see `write`).
+    private var journalIsWAL: Bool
+
+    private init(db: SQLiteConnection, journalIsWAL: Bool) {
+        self.db = db
+        self.journalIsWAL = journalIsWAL
+    }
+
+    var path: String { db.path }
+
+    // MARK: the vault file
+
+    /// Creates a vault file (0600, parent directories 0700) and its tables, and runs `populate`
+    /// in the same durable transaction. Refuses to touch an existing file; removes what it
+    /// created if any step fails.
+    static func create(at path: String, _ populate: (SQLiteStorage) throws(VaultError) -> Void) throws(VaultError) -> SQLiteStorage {
+        try VaultFiles.createParentDirectories(of: path)
+        try VaultFiles.createEmptyPrivateFile(path)
+        do {
+            let db = try SQLiteConnection(path: path, create: false)
+            try db.execute("PRAGMA journal_mode = WAL")
+            try db.execute(SQLiteSchema.connectionPragmas)
+            let storage = SQLiteStorage(db: db, journalIsWAL: true)
+            try storage.write(.durable) { () throws(VaultError) in
+                try db.execute("PRAGMA application_id = \(VaultFormat.applicationID)")
+                try db.execute(SQLiteSchema.tables)
+                try populate(storage)
+            }
+            try VaultFiles.syncDirectory(containing: path)
+            return storage
+        } catch {
+            VaultFiles.removeVaultFiles(path)
+            throw error
+        }
+    }
+
+    /// Opens the vault file at `path`, refusing what is not one. Writes nothing: the format
+    /// version is the caller's to judge, and the switch to WAL waits for the first write, so a
+    /// vault can be checked (or refused for its version) without being changed.
+    static func open(at path: String) throws(VaultError) -> SQLiteStorage {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { throw .vaultNotFound(path) }
+            throw .storageFailure("\(path): \(VaultFiles.errorText())")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: throw .notAVault(path: path, reason: "it is a directory")
+        case S_IFREG: break
+        default: throw .notAVault(path: path, reason: "it is not a regular file")
+        }
+        guard info.st_size > 0 else { throw .notAVault(path: path, reason: "the file is empty") }
+        let db = try SQLiteConnection(path: path, create: false)
+        let applicationID = try db.integer("PRAGMA application_id")
+        guard applicationID == Int64(VaultFormat.applicationID) else {
+            throw .notAVault(path: path, reason: "an SQLite database of another application")
+        }
+        try db.execute(SQLiteSchema.connectionPragmas)
+        return SQLiteStorage(db: db, journalIsWAL: false)
+    }
+
+    // MARK: transactions
+
+    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        // Outside any transaction: SQLite cannot change the journal mode inside one.
+        if !journalIsWAL {
+            if try db.row("PRAGMA journal_mode")?.first?.blob != Array("wal".utf8) {
+                try db.execute("PRAGMA journal_mode = WAL")
+            }
+            journalIsWAL = true
+        }
+        return try db.writeTransaction(durable: durability == .durable, body)
+    }
+
+    func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try db.readTransaction(body)
+    }
+
+    func changeToken() throws(VaultError) -> StorageChangeToken {
+        // data_version counts only other connections' commits; ours are counted apart.
+        StorageChangeToken(Int64(db.commits), try db.dataVersion())
+    }
+
+    // MARK: format
+
+    func formatVersion() throws(VaultError) -> Int {
+        Int(try db.integer("PRAGMA user_version"))
+    }
+
+    func setFormatVersion(_ version: Int) throws(VaultError) {
+        // user_version lives in the database header page, so it commits with the transaction.
+        try db.execute("PRAGMA user_version = \(version)")
+    }
+
+    func prepareStorage(forFormatVersion version: Int) throws(VaultError) {
+        if let migration = SQLiteSchema.migrations[version] { try db.execute(migration) }
+    }
+
+    // MARK: header
+
+    func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
+        try db.run("INSERT INTO vault (singleton, vault_id, item_size_limit, next_node_id, header_mac) VALUES (1, ?, ?, ?, ?)",
+                   [.blob(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(firstNodeID.rawValue), .blob(header.mac)])
+    }
+
+    func header() throws(VaultError) -> VaultHeader? {
+        guard let row = try db.row("SELECT vault_id, item_size_limit, header_mac FROM vault WHERE singleton = 1"),
+              let vaultID = row[0].blob, let limit = row[1].integer, let mac = row[2].blob else { return nil }
+        return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
+    }
+
+    func allocateNodeID() throws(VaultError) -> NodeID {
+        guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
+            throw .integrityFailure("vault header (missing)")
+        }
+        return NodeID(id)
+    }
+
+    func nextNodeID() throws(VaultError) -> NodeID? {
+        try db.row("SELECT next_node_id FROM vault WHERE singleton = 1")?.first?.integer.map(NodeID.init)
+    }
+
+    // MARK: key slots
+
+    func keySlots() throws(VaultError) -> [KeySlotRow] {
+        var slots: [KeySlotRow] = []
+        try db.query("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots ORDER BY id") {
+            (row) throws(VaultError) in
+            guard let id = row[0].integer, let algorithm = row[1].integer, let ops = row[2].integer,
+                  let mem = row[3].integer, let salt = row[4].blob, let wrapped = row[5].blob else {
+                throw .integrityFailure("key slot (malformed row)")
+            }
+            var parameters = KDFParameters(opsLimit: UInt64(bitPattern: ops), memLimit: UInt64(bitPattern: mem))
+            parameters.algorithm = algorithm
+            slots.append(KeySlotRow(id: id, parameters: parameters, salt: salt, wrappedMasterKey: wrapped))
+        }
+        return slots
+    }
+
+    func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
+        try db.run("INSERT OR REPLACE INTO key_slots (id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key) VALUES (?, ?, ?, ?, ?, ?)", [
+            .integer(slot.id), .integer(slot.parameters.algorithm), .integer(Int64(bitPattern: slot.parameters.opsLimit)),
+            .integer(Int64(bitPattern: slot.parameters.memLimit)), .blob(slot.salt), .blob(slot.wrappedMasterKey),
+        ])
+    }
+
+    // MARK: nodes
+
+    private static let nodeColumns = "id, parent, kind, incarnation, name_tag, name, attributes"
+
+    /// The first seven columns of `row` as a node row; nil when any is missing or mistyped.
+    private static func nodeRow(_ row: [SQLValue]) -> NodeRow? {
+        guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer, let incarnation = row[3].blob,
+              let tag = row[4].blob, let name = row[5].blob, let attributes = row[6].blob else { return nil }
+        return NodeRow(id: NodeID(id), parent: NodeID(parent), kind: kind, incarnation: incarnation, nameTag: tag,
+                       sealedName: name, sealedAttributes: attributes)
+    }
+
+    private static func readableNodeRow(_ row: [SQLValue]) throws(VaultError) -> NodeRow {
+        guard let node = nodeRow(row) else {
+            throw .integrityFailure("record \(row.first?.integer.map(String.init) ?? "?") (malformed row)")
+        }
+        return node
+    }
+
+    func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
+        guard let row = try db.row("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
+            return nil
+        }
+        return try SQLiteStorage.readableNodeRow(row)
+    }
+
+    func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
+        guard let row = try db.row("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE parent = ? AND name_tag = ?",
+                                   [.integer(parent.rawValue), .blob(nameTag)]) else { return nil }
+        return try SQLiteStorage.readableNodeRow(row)
+    }
+
+    func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
+        var rows: [NodeRow] = []
+        try db.query("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.rawValue)]) {
+            (row) throws(VaultError) in rows.append(try SQLiteStorage.readableNodeRow(row))
+        }
+        return rows
+    }
+
+    func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
+        try db.row("SELECT 1 FROM nodes WHERE parent = ? AND id != parent LIMIT 1", [.integer(parent.rawValue)]) != nil
+    }
+
+    func parent(of id: NodeID) throws(VaultError) -> NodeID? {
+        try db.row("SELECT parent FROM nodes WHERE id = ?", [.integer(id.rawValue)])?.first?.integer.map(NodeID.init)
+    }
+
+    func everyNode() throws(VaultError) -> [StoredNode] {
+        var nodes: [StoredNode] = []
+        try db.query("SELECT \(SQLiteStorage.nodeColumns), content IS NOT NULL FROM nodes ORDER BY id") { (row) throws(VaultError) in
+            if let node = SQLiteStorage.nodeRow(row), let hasContent = row[7].integer {
+                nodes.append(.row(node, hasContent: hasContent == 1))
+            } else {
+                nodes.append(.malformed(id: row[0].integer))
+            }
+        }
+        return nodes
+    }
+
+    func itemCount() throws(VaultError) -> Int {
+        Int(try db.integer("SELECT count(*) FROM nodes WHERE kind = \(NodeKind.item.rawValue)"))
+    }
+
+    func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT content FROM nodes WHERE id = ?", [.integer(id.rawValue)])?.first?.blob
+    }
+
+    func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
+        try db.run("INSERT INTO nodes (id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .blob(row.incarnation),
+            .blob(row.nameTag), .blob(row.sealedName), .blob(row.sealedAttributes), sealedContent.map(SQLValue.blob) ?? .null,
+        ])
+    }
+
+    func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET attributes = ? WHERE id = ?", [.blob(sealedAttributes), .integer(id.rawValue)])
+    }
+
+    func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
+                   [.blob(sealedAttributes), .blob(sealedContent), .integer(id.rawValue)])
+    }
+
+    func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
+                sealedAttributes: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET parent = ?, name_tag = ?, name = ?, attributes = ? WHERE id = ?", [
+            .integer(parent.rawValue), .blob(nameTag), .blob(sealedName), .blob(sealedAttributes), .integer(id.rawValue),
+        ])
+    }
+
+    func deleteNode(_ id: NodeID) throws(VaultError) {
+        try db.run("DELETE FROM nodes WHERE id = ?", [.integer(id.rawValue)])
+    }
+
+    func deleteSubtree(_ id: NodeID) throws(VaultError) {
+        try db.run("""
+            WITH RECURSIVE subtree(id) AS (
+                SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
+            )
+            DELETE FROM nodes WHERE id IN subtree
+            """, [.integer(id.rawValue)])
+    }
+}

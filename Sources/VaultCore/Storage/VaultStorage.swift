@@ -1,0 +1,140 @@
+/// Where a vault's records live. VaultCore reaches them only through this protocol; every value
+/// that crosses it is ciphertext, a lookup tag, an id or a counter, never plaintext, and every
+/// record is authenticated above it (NodeStore), so an implementation is trusted for nothing but
+/// durability. SQLite (`SQLiteStorage`) is one implementation.
+///
+/// How a PostgreSQL implementation (libpq, synchronous) would carry it: one connection per
+/// open vault, every method one round trip (a prepared statement, no SQL built from values);
+/// several vaults share one database, so each table has a `vault` column that every statement
+/// scopes by, and the `vault` table holds one row per vault (its header, next node id and format
+/// version) where SQLite keeps them in its singleton row and `user_version`. `write` is
+/// BEGIN ... COMMIT with `SET LOCAL synchronous_commit = off` for `.carriedByNextDurableCommit`
+/// (PostgreSQL's WAL flush of a later commit takes an unsynced one along, as SQLite's does);
+/// `read` is BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY. `allocateNodeID` is the same
+/// UPDATE ... RETURNING on the vault's row. The change token counts this connection's commits
+/// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
+/// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
+///
+/// Methods are grouped by record family; the next families (extended attributes per node,
+/// access rules, an access log) come as further groups, with their rows beside `NodeRow`.
+/// Outside `write`/`read`, each call is its own snapshot. Not thread-safe: a vault serialises its
+/// calls with its own mutex, which is what makes the `Sendable` claim of implementations true.
+protocol VaultStorage: AnyObject, Sendable {
+    // MARK: transactions
+
+    /// Runs `body` as one transaction that takes the write lock up front (waiting out other
+    /// writers); any error rolls everything back.
+    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R
+
+    /// Runs `body` on one consistent snapshot.
+    func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R
+
+    /// Changes whenever anything is committed to the vault, by this connection or another.
+    func changeToken() throws(VaultError) -> StorageChangeToken
+
+    // MARK: format
+
+    /// The format version the records are in (see `VaultFormat`).
+    func formatVersion() throws(VaultError) -> Int
+    /// Inside the `write` that brought the records to `version`, so both commit or neither.
+    func setFormatVersion(_ version: Int) throws(VaultError)
+    /// The storage's own part of upgrading to `version` (new tables or columns), inside the
+    /// upgrade's `write`, before VaultCore rewrites records for it.
+    func prepareStorage(forFormatVersion version: Int) throws(VaultError)
+
+    // MARK: header
+
+    /// Inside the `write` that creates the vault: its header, and node ids from `firstNodeID` on.
+    func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError)
+    /// nil when the header row is missing or unreadable.
+    func header() throws(VaultError) -> VaultHeader?
+    /// Takes the next node id; ids are never reused, even after their node is deleted.
+    func allocateNodeID() throws(VaultError) -> NodeID
+    /// The id `allocateNodeID` would hand out next, for verify.
+    func nextNodeID() throws(VaultError) -> NodeID?
+
+    // MARK: key slots
+
+    /// Every slot, by id.
+    func keySlots() throws(VaultError) -> [KeySlotRow]
+    func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError)
+
+    // MARK: nodes
+
+    func node(_ id: NodeID) throws(VaultError) -> NodeRow?
+    /// The row stored under `tag` in `parent` (unique per parent).
+    func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow?
+    /// The rows whose parent is `parent`, the root's own row excluded.
+    func children(of parent: NodeID) throws(VaultError) -> [NodeRow]
+    func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool
+    /// nil when there is no such node.
+    func parent(of id: NodeID) throws(VaultError) -> NodeID?
+    /// Every node row by id, with whether it has a content, for verify and upgrades. Rows the
+    /// storage cannot read as a `NodeRow` come as `.malformed`, so verify can name them.
+    func everyNode() throws(VaultError) -> [StoredNode]
+    func itemCount() throws(VaultError) -> Int
+    /// nil when the node has no content (or does not exist).
+    func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]?
+
+    /// `sealedContent` is nil for dictionaries.
+    func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError)
+    func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError)
+    /// Both in one statement: a content is only ever stored with the attributes that bind it.
+    func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError)
+    /// Moves a node under `parent` with a new tag, sealed name and sealed attributes.
+    func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
+                sealedAttributes: [UInt8]) throws(VaultError)
+    func deleteNode(_ id: NodeID) throws(VaultError)
+    /// Deletes `id` and every node below it.
+    func deleteSubtree(_ id: NodeID) throws(VaultError)
+}
+
+/// How a write transaction's commit reaches the disk.
+enum CommitDurability {
+    /// On stable storage before `write` returns.
+    case durable
+    /// Survives a crash of the process, but not of the machine until the next `.durable` commit,
+    /// whose sync takes it along. For steps that a durable commit always follows.
+    case carriedByNextDurableCommit
+}
+
+/// What tells whether anything was committed between two looks; only compared, never read.
+struct StorageChangeToken: Equatable, Sendable {
+    private let counters: [Int64]
+    init(_ counters: Int64...) { self.counters = counters }
+}
+
+/// The vault's header as stored: not yet checked (the MAC is verified once a key is unwrapped).
+struct VaultHeader {
+    let vaultID: [UInt8]
+    let itemSizeLimit: Int
+    let mac: [UInt8]
+}
+
+/// A key slot: the master key wrapped by a passphrase-derived key, and that derivation's cost.
+struct KeySlotRow {
+    let id: Int64
+    let parameters: KDFParameters
+    let salt: [UInt8]
+    let wrappedMasterKey: [UInt8]
+}
+
+/// One node as stored. Nothing here is trusted until NodeStore has opened the sealed
+/// attributes (which bind the id and incarnation) and found the same kind.
+struct NodeRow {
+    let id: NodeID
+    let parent: NodeID
+    /// `NodeKind.rawValue` as stored, unchecked (it lets the storage find items and subtrees).
+    let kind: Int64
+    let incarnation: [UInt8]
+    let nameTag: [UInt8]
+    let sealedName: [UInt8]
+    let sealedAttributes: [UInt8]
+}
+
+/// A row of `everyNode`.
+enum StoredNode {
+    case row(NodeRow, hasContent: Bool)
+    /// A row with missing or mistyped columns; its id when that much is readable.
+    case malformed(id: Int64?)
+}

@@ -1,0 +1,257 @@
+import CSQLite
+import Foundation
+import Testing
+import VaultCore
+
+/// Tests/Fixtures: a vault of format version 1 made by the last release before version 2.
+private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures").path
+
+/// The fixture's passphrase, as the CLI reads the file (one trailing newline dropped).
+private func fixturePassphrase() throws -> SecureBuffer {
+    var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixtures + "/v1.passphrase")))
+    if bytes.last == 0x0A { bytes.removeLast() }
+    return secret(bytes)
+}
+
+/// What Tests/Fixtures/README.md lists. The unicode item's name holds the escapes literally
+/// (backslash, x, c, 3...): the shell that made the fixture did not expand them.
+private let fixtureItems: [String: [UInt8]] = [
+    "app/token": Array("ghp_fixtureToken123".utf8),
+    "app/empty": [],
+    "app/nested/deep/big": [UInt8](repeating: 0x78, count: 5000),
+    "unicode/n\\xc3\\xa4me with spaces": Array("héllo wörld\n".utf8),
+    "top": Array("root item".utf8),
+]
+
+private let fixtureListings: [String: [String]] = [
+    "": ["app/", "empty-dict/", "top", "unicode/"],
+    "app": ["empty", "nested/", "token"],
+    "app/nested": ["deep/"],
+    "app/nested/deep": ["big"],
+    "unicode": ["n\\xc3\\xa4me with spaces"],
+    "empty-dict": [],
+]
+
+private func copyFixture(to file: String) throws {
+    try FileManager.default.copyItem(atPath: fixtures + "/v1.vault", toPath: file)
+}
+
+private func rawInteger(_ file: String, _ sql: String) -> Int64 {
+    var db: OpaquePointer?
+    precondition(sqlite3_open_v2(file, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+    defer { sqlite3_close(db) }
+    var statement: OpaquePointer?
+    precondition(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
+    defer { sqlite3_finalize(statement) }
+    precondition(sqlite3_step(statement) == SQLITE_ROW)
+    return sqlite3_column_int64(statement, 0)
+}
+
+private func formatVersion(_ file: String) -> Int64 { rawInteger(file, "PRAGMA user_version") }
+
+private func fileBytes(_ file: String) -> [UInt8] {
+    (try? Data(contentsOf: URL(fileURLWithPath: file))).map(Array.init) ?? []
+}
+
+private func listing(_ vault: Vault, _ dictionary: String) throws -> [String] {
+    try vault.list(dictionary.isEmpty ? .root : path(dictionary)).map {
+        $0.name.description + ($0.node.kind == .dictionary ? "/" : "")
+    }.sorted()
+}
+
+/// Everything the fixture holds, byte for byte, and a clean verify.
+private func expectFixtureContents(_ vault: Vault) throws {
+    for (itemPath, bytes) in fixtureItems {
+        #expect(try vault.read(path(itemPath)).testBytes == bytes, "\(itemPath)")
+    }
+    for (dictionary, names) in fixtureListings {
+        #expect(try listing(vault, dictionary) == names, "\(dictionary)/")
+    }
+    #expect(try vault.verify().isEmpty)
+}
+
+/// A tmpfs of our own (we run as root), so a full disk is real.
+private final class TinyFilesystem {
+    let mountpoint: String
+
+    init(size: String) throws {
+        mountpoint = NSTemporaryDirectory() + "vaultcore-tiny-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        #expect(try TinyFilesystem.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", mountpoint]) == 0)
+    }
+
+    /// Fills what is left with a plain file, and returns its path.
+    func fill() throws -> String {
+        let filler = mountpoint + "/filler"
+        _ = try TinyFilesystem.run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
+        return filler
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        _ = try? TinyFilesystem.run("/bin/umount", ["-l", mountpoint])
+        try? FileManager.default.removeItem(atPath: mountpoint)
+    }
+}
+
+@Suite struct FormatUpgradeTests {
+    @Test func aVersion1VaultIsUpgradedOnOpenAndKeepsEverything() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath)
+        let startedAt = Timestamp.now()
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == 2)
+        try expectFixtureContents(vault)
+
+        // Modes and times come through the upgrade: the fixture was made long before this
+        // test, and the access time starts as the modification time.
+        for (itemPath, _) in fixtureItems {
+            let attributes = try vault.node(at: path(itemPath)).attributes
+            #expect(attributes.mode == 0o600, "\(itemPath)")
+            #expect(attributes.modified < startedAt && attributes.changed < startedAt, "\(itemPath)")
+            #expect(attributes.modified.seconds > 1_790_000_000, "\(itemPath): \(attributes.modified)")
+            #expect(attributes.accessed == attributes.modified, "\(itemPath)")
+            #expect(attributes.subdictionaries == 0, "\(itemPath)")
+        }
+        let subdictionaries = ["": 3, "app": 1, "app/nested": 1, "app/nested/deep": 0, "unicode": 0, "empty-dict": 0]
+        for (dictionary, count) in subdictionaries {
+            let attributes = try vault.node(at: dictionary.isEmpty ? .root : path(dictionary)).attributes
+            #expect(attributes.subdictionaries == count, "\(dictionary)/")
+            #expect(attributes.mode == 0o700, "\(dictionary)/")
+            #expect(attributes.modified < startedAt, "\(dictionary)/")
+        }
+    }
+
+    @Test func openingAgainDoesNotUpgradeAgain() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath)
+        _ = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        let upgraded = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, attributes FROM nodes ORDER BY id") }
+        let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, attributes FROM nodes ORDER BY id") }
+            .map(\.1) == upgraded.map(\.1))
+        #expect(formatVersion(scratch.vaultPath) == 2)
+        try expectFixtureContents(reopened)
+    }
+
+    @Test func checkingOrAWrongPassphraseLeavesAVersion1VaultUntouched() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath)
+        let before = fileBytes(scratch.vaultPath)
+        try Vault.checkOpenable(at: scratch.vaultPath)
+        #expect(throws: VaultError.wrongPassphrase) { try Vault.open(at: scratch.vaultPath, passphrase: secret("not it")) }
+        #expect(fileBytes(scratch.vaultPath) == before)
+        #expect(!FileManager.default.fileExists(atPath: scratch.vaultPath + "-wal"))
+        #expect(formatVersion(scratch.vaultPath) == 1)
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(try vault.itemCount() == fixtureItems.count)
+        try Vault.checkOpenable(at: scratch.vaultPath)
+    }
+
+    @Test(arguments: [false, true])
+    func anUpgradeThatCannotBeWrittenLeavesVersion1AndSucceedsOnceThereIsRoom(walAlreadyThere: Bool) throws {
+        let tiny = try TinyFilesystem(size: "256k")
+        let file = tiny.mountpoint + "/v1.vault"
+        try copyFixture(to: file)
+        // With walAlreadyThere, another connection keeps the vault open in WAL mode (as a mount
+        // of the last release would), so its -wal and -shm exist and the upgrade itself, not the
+        // switch to WAL, is what finds no room.
+        var other: OpaquePointer?
+        if walAlreadyThere {
+            #expect(sqlite3_open(file, &other) == SQLITE_OK)
+            rawExec(other!, "PRAGMA journal_mode = WAL")
+            rawExec(other!, "SELECT count(*) FROM nodes")
+        }
+        defer { sqlite3_close(other) }
+        let before = fileBytes(file)
+        let filler = try tiny.fill()
+
+        let passphrase = try fixturePassphrase()
+        do throws(VaultError) {
+            _ = try Vault.open(at: file, passphrase: passphrase)
+            Issue.record("the upgrade succeeded on a full disk")
+        } catch .formatUpgradeFailed(let failedPath, let version, let target, let reason) {
+            #expect(failedPath == file && version == 1 && target == 2, "\(reason)")
+        } catch {
+            Issue.record("failed with \(error), not formatUpgradeFailed")
+        }
+        let message = VaultError.formatUpgradeFailed(path: file, version: 1, target: 2, reason: "x").description
+        #expect(message.contains("unchanged and still format version 1"))
+        #expect(fileBytes(file) == before)
+        try Vault.checkOpenable(at: file)
+
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(formatVersion(file) == 1)
+        sqlite3_close(other)
+        other = nil
+        let vault = try Vault.open(at: file, passphrase: try fixturePassphrase())
+        #expect(formatVersion(file) == 2)
+        try expectFixtureContents(vault)
+    }
+
+    @Test func subdictionaryCountsFollowEveryChange() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath)
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        func subdictionaries(_ dictionary: String) throws -> Int {
+            try vault.node(at: dictionary.isEmpty ? .root : path(dictionary)).attributes.subdictionaries
+        }
+
+        try vault.makeDictionary(at: path("app/x/y/z"), withIntermediates: true)     // mkdir -p
+        #expect(try subdictionaries("app") == 2 && subdictionaries("app/x") == 1 && subdictionaries("app/x/y") == 1)
+        try vault.move(path("app/x"), to: path("unicode"))                           // into another dictionary
+        #expect(try subdictionaries("app") == 1 && subdictionaries("unicode") == 1)
+        try vault.move(path("unicode/x"), to: path("unicode/renamed"))              // same dictionary
+        #expect(try subdictionaries("unicode") == 1)
+        let unicode = try vault.node(at: path("unicode")).id
+        let emptyDict = try ItemName("empty-dict")
+        _ = try vault.makeDictionary(named: try ItemName("gone"), in: unicode)
+        try vault.move(try ItemName("gone"), from: unicode, to: emptyDict, in: .root)  // replaces an empty dictionary
+        #expect(try subdictionaries("") == 3 && subdictionaries("unicode") == 1)
+        try vault.remove(named: emptyDict, in: .root, kind: .dictionary)                    // rmdir
+        #expect(try subdictionaries("") == 2)
+        try vault.remove(path("unicode/renamed"), recursive: true)                   // rm -r
+        #expect(try subdictionaries("unicode") == 0)
+        try vault.store(secret("v"), at: path("new/item"))                           // set with missing parents
+        #expect(try subdictionaries("") == 3 && subdictionaries("new") == 0)
+        try vault.remove(path("top"), recursive: false)                              // items do not count
+        #expect(try subdictionaries("") == 3)
+        #expect(try vault.verify().isEmpty)
+    }
+
+    @Test func accessTimeIsSetAtCreationAndBySetAttributesOnly() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        let created = try vault.store(secret("first"), at: path("a"))
+        #expect(created.attributes.accessed == created.attributes.modified)
+        #expect(created.attributes.changed == created.attributes.modified)
+
+        let atime = Timestamp(seconds: 1_000_000_000, nanoseconds: 123_456_789)
+        let mtime = Timestamp(seconds: 1_100_000_000, nanoseconds: 987_654_321)
+        let set = try vault.setAttributes(of: created.id, modified: mtime, accessed: atime)
+        #expect(set.attributes.accessed == atime && set.attributes.modified == mtime)
+        #expect(set.attributes.changed >= created.attributes.changed)
+
+        var content = secret("second")
+        let written = try vault.replaceContent(of: created.id, with: &content)
+        #expect(written.attributes.accessed == atime)
+        #expect(written.attributes.modified > mtime)
+        _ = try vault.read(path("a"))
+        let reread = try reopen(scratch).node(at: path("a")).attributes
+        #expect(reread.accessed == atime)
+        #expect(reread.modified == written.attributes.modified)
+    }
+}
