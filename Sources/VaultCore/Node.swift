@@ -46,7 +46,7 @@ public struct NodeAttributes: Sendable, Equatable {
     public var changed: Timestamp
     /// Set at creation and by `setAttributes`, never by reads (mounts are noatime) nor by
     /// content writes.
-    public internal(set) var accessed: Timestamp
+    public var accessed: Timestamp
     /// For a dictionary, how many of its entries are dictionaries (st_nlink is 2 plus this,
     /// taken from authenticated data); 0 for items.
     public internal(set) var subdictionaries: Int

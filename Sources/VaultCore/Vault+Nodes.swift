@@ -15,7 +15,7 @@ extension Vault {
             if let record = try store.child(named: name, in: parent) { return record.node }
             _ = try store.dictionary(parent)
             // Every create begins with a lookup that misses: no path walk for its message.
-            throw .notFound(name.description)
+            throw .notFound(store.describe(parent, appending: name))
         }
     }
 
@@ -36,7 +36,7 @@ extension Vault {
             _ = try store.dictionary(parent)
             return names.map { (name) -> Result<Node, VaultError> in
                 do throws(VaultError) {
-                    guard let record = try store.child(named: name, in: parent) else { return .failure(.notFound(name.description)) }
+                    guard let record = try store.child(named: name, in: parent) else { return .failure(.notFound(store.describe(parent, appending: name))) }
                     return .success(record.node)
                 } catch {
                     return .failure(error)

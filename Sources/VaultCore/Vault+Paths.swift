@@ -40,12 +40,12 @@ extension Vault {
     }
 
     public func node(at path: VaultPath) throws(VaultError) -> Node {
-        try reading { (store) throws(VaultError) in try resolve(path, in: store).node }
+        try reading(naming: .paths) { (store) throws(VaultError) in try resolve(path, in: store).node }
     }
 
     /// The item's exact bytes in locked memory.
     public func read(_ path: VaultPath) throws(VaultError) -> SecureBuffer {
-        try reading { (store) throws(VaultError) -> SecureBuffer in
+        try reading(naming: .paths) { (store) throws(VaultError) -> SecureBuffer in
             let record = try resolve(path, in: store)
             guard record.kind == .item else { throw .isADictionary(path.description) }
             do throws(VaultError) {
@@ -61,7 +61,7 @@ extension Vault {
     public func store(_ content: borrowing SecureBuffer, at path: VaultPath) throws(VaultError) -> Node {
         let name = try leafName(path)
         try checkItemSize(content.count)
-        return try writing { (store) throws(VaultError) -> Node in
+        return try writing(naming: .paths) { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: true, in: store)
             if let existing = try store.child(named: name, in: parent.id) {
                 guard existing.kind == .item else { throw .isADictionary(path.description) }
@@ -74,7 +74,7 @@ extension Vault {
 
     /// Entries of the dictionary at `path`, sorted by name.
     public func list(_ path: VaultPath) throws(VaultError) -> [DirectoryEntry] {
-        try reading { (store) throws(VaultError) in
+        try reading(naming: .paths) { (store) throws(VaultError) in
             let record = try resolve(path, in: store)
             guard record.kind == .dictionary else { throw .notADictionary(path.description) }
             return try store.children(of: record)
@@ -86,7 +86,7 @@ extension Vault {
     @discardableResult
     public func makeDictionary(at path: VaultPath, withIntermediates: Bool) throws(VaultError) -> Node {
         let name = try leafName(path)
-        return try writing { (store) throws(VaultError) -> Node in
+        return try writing(naming: .paths) { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: withIntermediates, in: store)
             if let existing = try store.child(named: name, in: parent.id) {
                 guard withIntermediates, existing.kind == .dictionary else { throw .alreadyExists(path.description) }
@@ -99,7 +99,7 @@ extension Vault {
     /// Removes an item, an empty dictionary, or with `recursive` a whole subtree.
     public func remove(_ path: VaultPath, recursive: Bool) throws(VaultError) {
         let name = try leafName(path)
-        try writing { (store) throws(VaultError) in
+        try writing(naming: .paths) { (store) throws(VaultError) in
             let parent = try dictionary(at: path.parent, creating: false, in: store)
             guard let record = try store.child(named: name, in: parent.id) else { throw .notFound(path.description) }
             if record.kind == .dictionary, !recursive, try store.hasChildren(record.id) {
@@ -112,7 +112,7 @@ extension Vault {
     /// `mv` semantics: into `destination` if it is a dictionary, else to that name (replacing an item).
     public func move(_ source: VaultPath, to destination: VaultPath) throws(VaultError) {
         let sourceName = try leafName(source)
-        try writing { (store) throws(VaultError) in
+        try writing(naming: .paths) { (store) throws(VaultError) in
             let sourceParent = try dictionary(at: source.parent, creating: false, in: store).id
             guard let moving = try store.child(named: sourceName, in: sourceParent) else { throw .notFound(source.description) }
             var targetParent = NodeID.root

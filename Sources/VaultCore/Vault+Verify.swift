@@ -10,7 +10,7 @@ extension Vault {
     /// (its tag, its parent, its dictionary's entry and subdictionary counts). Returns every failure found; an
     /// empty list means all is well.
     public func verify() throws(VaultError) -> [IntegrityProblem] {
-        try reading { (store) throws(VaultError) -> [IntegrityProblem] in
+        try reading(naming: .paths) { (store) throws(VaultError) -> [IntegrityProblem] in
             var problems: [IntegrityProblem] = []
             func report(_ id: NodeID, _ reason: String) {
                 problems.append(IntegrityProblem(path: store.describe(id), reason: reason))

@@ -173,21 +173,24 @@ public final class Vault: Sendable {
     // MARK: running operations
 
     /// Runs `body` with the node store while unlocked, inside the vault's mutex.
-    func withStore<R: ~Copyable>(_ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
+    func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes,
+                                 _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try state.withLock { (state) throws(VaultError) -> R in
             guard let cipher = state.cipher else { throw .locked }
-            return try body(NodeStore(storage: state.storage, cipher: cipher))
+            return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
         }
     }
 
-    func writing<R: ~Copyable>(durable: Bool = true, _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore { (store) throws(VaultError) -> R in
+    func writing<R: ~Copyable>(durable: Bool = true, naming: NodeStore.MessageNaming = .nodes,
+                               _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
+        try withStore(naming: naming) { (store) throws(VaultError) -> R in
             try store.storage.write(durable ? .durable : .carriedByNextDurableCommit) { () throws(VaultError) -> R in try body(store) }
         }
     }
 
-    func reading<R: ~Copyable>(_ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore { (store) throws(VaultError) -> R in
+    func reading<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes,
+                               _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
+        try withStore(naming: naming) { (store) throws(VaultError) -> R in
             try store.storage.read { () throws(VaultError) -> R in try body(store) }
         }
     }

@@ -140,8 +140,15 @@ enum FUSEOperations {
             } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
                 modified = Timestamp(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: UInt32(attr.pointee.st_mtim.tv_nsec))
             }
+            var accessed: Timestamp? = nil
+            if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
+                accessed = .now()
+            } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
+                accessed = Timestamp(seconds: Int64(attr.pointee.st_atim.tv_sec), nanoseconds: UInt32(attr.pointee.st_atim.tv_nsec))
+            }
             if size != nil && size! < 0 { throw .invalidArgument("negative size") }
-            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified, caller)
+            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified,
+                                          accessed: accessed, caller)
             fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
         }
     }

@@ -22,7 +22,8 @@ extension FileSystem {
         switch node.kind {
         case .dictionary:
             st.st_mode = S_IFDIR | permissions
-            st.st_nlink = 2
+            // `.`, its entry in its parent, and each sub-dictionary's `..`.
+            st.st_nlink = nlink_t(2 + attributes.subdictionaries)
             st.st_size = 4096
         case .item:
             st.st_mode = S_IFREG | permissions
@@ -35,7 +36,7 @@ extension FileSystem {
         st.st_blksize = 4096
         st.st_blocks = blkcnt_t((st.st_size + 511) / 512)
         st.st_mtim = timespec(tv_sec: Int(attributes.modified.seconds), tv_nsec: Int(attributes.modified.nanoseconds))
-        st.st_atim = st.st_mtim
+        st.st_atim = timespec(tv_sec: Int(attributes.accessed.seconds), tv_nsec: Int(attributes.accessed.nanoseconds))
         st.st_ctim = timespec(tv_sec: Int(attributes.changed.seconds), tv_nsec: Int(attributes.changed.nanoseconds))
         return st
     }
@@ -95,7 +96,7 @@ extension FileSystem {
     /// everything). ftruncate changes the shared content, stored at the descriptor's close; a
     /// truncate by path is stored at once.
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?,
-                       _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
+                       accessed: Timestamp?, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
             let id = NodeID(Int64(inode))
             let file = descriptor(handle, of: id, state)
@@ -115,21 +116,23 @@ extension FileSystem {
                     _ = try vault.replaceContent(of: id, with: &content)
                 }
             }
-            if mode != nil || modified != nil {
+            if mode != nil || modified != nil || accessed != nil {
                 // chmod and utimens reach no descriptor (the kernel sends no handle): the open
                 // item takes them too, so a later store keeps them.
                 let item = file?.item ?? state.openItems.item(id)
                 do throws(VaultError) {
-                    let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified)
+                    let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified,
+                                                       accessed: accessed)
                     if let item {
-                        item.node.attributes.mode = node.attributes.mode
-                        item.node.attributes.changed = node.attributes.changed
+                        // The same content generation: only times and mode changed.
+                        item.node = node
                         if let modified { item.modified = modified }
                     }
                 } catch .notFound where item != nil {
                     item!.unlinked = true
                     if let mode { item!.node.attributes.mode = UInt32(mode) & 0o7777 }
                     if let modified { item!.modified = modified }
+                    if let accessed { item!.node.attributes.accessed = accessed }
                 }
             }
             return try currentStat(id, through: file, state)

@@ -16,6 +16,14 @@ struct NodeRecord {
 struct NodeStore {
     let storage: any VaultStorage
     let cipher: RecordCipher
+    /// How messages name what they are about. Paths for the command line, which prints them
+    /// and exits; node numbers for the daemon, which keeps no decrypted name outside wiped
+    /// memory (a String cannot be wiped) and turns errors into errnos anyway.
+    var naming: MessageNaming = .nodes
+
+    enum MessageNaming {
+        case paths, nodes
+    }
 
     /// What to do with a row's sealed name: it is only opened when a caller needs it (listing)
     /// or found the row through it (lookup); reaching a node by id relies on its attributes,
@@ -229,8 +237,10 @@ struct NodeStore {
 
     // MARK: paths for messages
 
-    /// A readable path for `id`, as far as its ancestors decrypt; for messages only.
+    /// A readable path for `id`, as far as its ancestors decrypt (or only its number, as
+    /// `naming` says); for messages only.
     func describe(_ id: NodeID) -> String {
+        guard naming == .paths else { return id == .root ? "/" : "node \(id)" }
         var parts: [String] = []
         var current = id
         while current != .root, parts.count < 256 {
@@ -246,6 +256,7 @@ struct NodeStore {
     }
 
     func describe(_ parent: NodeID, appending name: ItemName) -> String {
-        parent == .root ? name.description : describe(parent) + "/" + name.description
+        guard naming == .paths else { return "an entry of " + (parent == .root ? "the root dictionary" : "node \(parent)") }
+        return parent == .root ? name.description : describe(parent) + "/" + name.description
     }
 }
