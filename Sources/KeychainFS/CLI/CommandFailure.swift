@@ -4,10 +4,10 @@ import VaultCore
 /// A failure of the command itself rather than of the vault (mountpoints, daemons).
 struct CommandFailure: Error, CustomStringConvertible {
     let message: String
-    let status: Int32
+    let status: ExitStatus
     var description: String { message }
 
-    init(message: String, status: Int32) {
+    init(message: String, status: ExitStatus) {
         self.message = message
         self.status = status
     }
@@ -24,7 +24,7 @@ extension ParsableCommand {
             try body()
         } catch {
             Terminal.printError(error.description)
-            throw ExitCode(ExitStatus.code(for: error))
+            throw ExitCode(ExitStatus.code(for: error).rawValue)
         }
     }
 
@@ -33,7 +33,7 @@ extension ParsableCommand {
             try body()
         } catch {
             Terminal.printError(error.message)
-            throw ExitCode(error.status)
+            throw ExitCode(error.status.rawValue)
         }
     }
 }

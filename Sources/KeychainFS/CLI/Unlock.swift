@@ -11,7 +11,7 @@ struct Unlock: ParsableCommand {
         try reportingFailures { () throws(CommandFailure) in
             let path = Mountpoint.resolved(mountpoint)
             guard RuntimeState.read(mountpoint: path) != nil else {
-                throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: ExitStatus.mountFailure)
+                throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: .mountFailure)
             }
             let passphrase = try Unlock.passphrase(secret)
             _ = try ControlSocket.request(path, "unlock \(passphrase.count)") { fd in

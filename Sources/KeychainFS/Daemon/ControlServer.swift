@@ -50,7 +50,7 @@ final class ControlServer: Sendable {
     private func serve(_ connection: Int32) {
         var peer: uid_t = 0
         guard clinux_peer_uid(connection, &peer) == 0, peer == getuid() || peer == 0 else {
-            ControlSocket.send(connection, "error \(ExitStatus.failure) permission denied: not the mounting user")
+            ControlSocket.sendError(connection, .failure, "permission denied: not the mounting user")
             return
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -69,21 +69,21 @@ final class ControlServer: Sendable {
         case "unlock":
             guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
                   (1...SecretInput.maximumPassphraseBytes).contains(count) else {
-                ControlSocket.send(connection, "error \(ExitStatus.usage) malformed unlock request")
+                ControlSocket.sendError(connection, .usage, "malformed unlock request")
                 return
             }
             do throws(VaultError) {
                 guard try unlock(with: connection, passphraseBytes: count) else {
-                    ControlSocket.send(connection, "error \(ExitStatus.usage) short passphrase")
+                    ControlSocket.sendError(connection, .usage, "short passphrase")
                     return
                 }
                 // Only now, with the passphrase wiped, may the client learn it worked.
                 ControlSocket.send(connection, "ok unlocked")
             } catch {
-                ControlSocket.send(connection, "error \(ExitStatus.code(for: error)) \(error.description)")
+                ControlSocket.sendError(connection, ExitStatus.code(for: error), error.description)
             }
         default:
-            ControlSocket.send(connection, "error \(ExitStatus.usage) unknown request")
+            ControlSocket.sendError(connection, .usage, "unknown request")
         }
     }
 

@@ -7,7 +7,7 @@ enum ControlSocket {
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw CommandFailure(message: "control socket path too long: \(path)", status: ExitStatus.failure)
+            throw CommandFailure(message: "control socket path too long: \(path)", status: .failure)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
@@ -18,7 +18,7 @@ enum ControlSocket {
     static func listen(at path: String) throws(CommandFailure) -> Int32 {
         var address = try address(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create the control socket", status: ExitStatus.failure) }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create the control socket", status: .failure) }
         let previous = umask(0o177)  // the socket file is 0600 from the start
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -26,7 +26,7 @@ enum ControlSocket {
         umask(previous)
         guard bound == 0, Glibc.listen(fd, 8) == 0 else {
             close(fd)
-            throw CommandFailure(message: "cannot listen on \(path): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
+            throw CommandFailure(message: "cannot listen on \(path): \(String(cString: strerror(errno)))", status: .failure)
         }
         return fd
     }
@@ -34,14 +34,14 @@ enum ControlSocket {
     static func connect(to path: String) throws(CommandFailure) -> Int32 {
         var address = try address(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: ExitStatus.failure) }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: .failure) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
             close(fd)
             throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(String(cString: strerror(errno))))",
-                                 status: ExitStatus.mountFailure)
+                                 status: .mountFailure)
         }
         return fd
     }
@@ -56,6 +56,11 @@ enum ControlSocket {
             if n <= 0 { return }
             offset += n
         }
+    }
+
+    /// The reply to a request that failed: `error STATUS MESSAGE`, read back by `request`.
+    static func sendError(_ fd: Int32, _ status: ExitStatus, _ message: String) {
+        send(fd, "error \(status.rawValue) " + message.replacingOccurrences(of: "\n", with: " "))
     }
 
     /// A request line: at most 32 bytes (the longest valid one is `unlock 4096`), within the
@@ -101,8 +106,8 @@ enum ControlSocket {
         if reply.hasPrefix("error ") {
             let rest = reply.dropFirst(6)
             throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),
-                                 status: Int32(rest.prefix { $0 != " " }) ?? ExitStatus.failure)
+                                 status: ExitStatus(reported: rest.prefix { $0 != " " }))
         }
-        throw CommandFailure(message: "the daemon gave no answer", status: ExitStatus.failure)
+        throw CommandFailure(message: "the daemon gave no answer", status: .failure)
     }
 }

@@ -17,7 +17,7 @@ enum MountDaemon {
 
         func fail(_ failure: CommandFailure) {
             guard let fd else { return Terminal.printError(failure.message) }
-            Terminal.writeAll(fd, "error \(failure.status) " + failure.message.replacingOccurrences(of: "\n", with: " ") + "\n")
+            Terminal.writeAll(fd, "error \(failure.status.rawValue) " + failure.message.replacingOccurrences(of: "\n", with: " ") + "\n")
             close(fd)
         }
     }
@@ -38,10 +38,10 @@ enum MountDaemon {
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
             pauseForTestsIfAsked()
-            exit(0)
+            exit(ExitStatus.success.rawValue)
         } catch {
             channel.fail(error)
-            exit(error.status)
+            exit(error.status.rawValue)
         }
     }
 
@@ -92,7 +92,7 @@ enum MountDaemon {
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint)
         } catch {
-            throw CommandFailure(message: error.message, status: ExitStatus.mountFailure)
+            throw CommandFailure(message: error.message, status: .mountFailure)
         }
     }
 
@@ -115,7 +115,7 @@ enum MountDaemon {
             if claim == nil { claim = try ExclusiveUse(of: path) }
             return (vault, claim!)
         } catch .vaultInUse(let path) {
-            throw CommandFailure(message: "\(path): this vault is already mounted", status: ExitStatus.vaultBusy)
+            throw CommandFailure(message: "\(path): this vault is already mounted", status: .vaultBusy)
         } catch {
             throw CommandFailure(error)
         }

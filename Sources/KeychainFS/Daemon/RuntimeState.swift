@@ -35,11 +35,11 @@ enum RuntimeState {
 
     static func ensureDirectory() throws(CommandFailure) {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
+            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: .failure)
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
-            throw CommandFailure(message: "\(directory) is not a directory of ours", status: ExitStatus.failure)
+            throw CommandFailure(message: "\(directory) is not a directory of ours", status: .failure)
         }
         if info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
     }
