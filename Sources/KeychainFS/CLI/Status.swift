@@ -11,54 +11,35 @@ struct Status: ParsableCommand {
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
             if let mountpoint {
-                let reply = try ControlSocket.request(Mountpoint.resolved(mountpoint), "status")
-                Terminal.writeAll(1, (json ? reply : Status.describe(reply)) + "\n")
+                let status = try Status.ask(Mountpoint.resolved(mountpoint))
+                Terminal.writeAll(1, (json ? try MountStatus.json(status) : Status.describe(status)) + "\n")
                 return
             }
-            var replies: [String] = []
-            for record in RuntimeState.allRecords() {
-                if let reply = try? ControlSocket.request(record.mountpoint, "status") { replies.append(reply) }
-            }
+            // A record whose daemon is gone (killed) answers nothing: it is not a mount.
+            let statuses = RuntimeState.allRecords().compactMap { try? Status.ask($0.mountpoint) }
             if json {
-                Terminal.writeAll(1, "[" + replies.joined(separator: ",") + "]\n")
+                Terminal.writeAll(1, try MountStatus.json(statuses) + "\n")
             } else {
-                Terminal.writeAll(1, replies.isEmpty ? "no keychainfs mounts\n" : replies.map(Status.describe).joined(separator: "\n") + "\n")
+                Terminal.writeAll(1, statuses.isEmpty ? "no keychainfs mounts\n" : statuses.map(Status.describe).joined(separator: "\n") + "\n")
             }
         }
     }
 
-    /// The human form of a status reply, read back from its JSON fields.
-    static func describe(_ json: String) -> String {
-        func field(_ name: String) -> String {
-            let key = Array("\"\(name)\":".utf8)
-            let bytes = Array(json.utf8)
-            guard let start = (0...max(0, bytes.count - key.count)).first(where: { bytes[$0..<min($0 + key.count, bytes.count)].elementsEqual(key) }) else {
-                return "?"
-            }
-            let rest = Substring(String(decoding: bytes[(start + key.count)...], as: UTF8.self))
-            if rest.hasPrefix("\"") {
-                var value = ""
-                var escaped = false
-                for character in rest.dropFirst() {
-                    if escaped { value.append(character == "n" ? "\n" : character); escaped = false; continue }
-                    if character == "\\" { escaped = true; continue }
-                    if character == "\"" { break }
-                    value.append(character)
-                }
-                return value
-            }
-            return String(rest.prefix { $0 != "," && $0 != "}" })
-        }
-        let idle = field("idle_lock_seconds")
-        let locksIn = field("locks_in_seconds")
-        let idleText = idle == "null" ? "off" : "after \(idle) s without access" + (locksIn == "null" ? "" : " (locks in \(locksIn) s)")
+    private static func ask(_ mountpoint: String) throws(CommandFailure) -> MountStatus {
+        try MountStatus(reply: ControlSocket.request(mountpoint, "status"))
+    }
+
+    static func describe(_ status: MountStatus) -> String {
+        let idle = status.idleLockSeconds.map { seconds in
+            "after \(seconds) s without access" + (status.locksInSeconds.map { " (locks in \($0) s)" } ?? "")
+        } ?? "off"
         return """
-            \(field("mountpoint"))
-              vault:     \(field("vault"))
-              state:     \(field("locked") == "true" ? "locked" : "unlocked")
-              items:     \(field("items"))
-              idle lock: \(idleText)
-              daemon:    pid \(field("pid"))
+            \(status.mountpoint)
+              vault:     \(status.vault)
+              state:     \(status.locked ? "locked" : "unlocked")
+              items:     \(status.items.map(String.init) ?? "unknown")
+              idle lock: \(idle)
+              daemon:    pid \(status.pid)
             """
     }
 }

@@ -62,7 +62,11 @@ final class ControlServer: Sendable {
         let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
         switch words.first {
         case "status":
-            ControlSocket.send(connection, "ok " + status().json)
+            do throws(CommandFailure) {
+                ControlSocket.send(connection, "ok " + (try MountStatus.json(status())))
+            } catch {
+                ControlSocket.sendError(connection, error.status, error.message)
+            }
         case "lock":
             fileSystem.lock()
             ControlSocket.send(connection, "ok locked")
