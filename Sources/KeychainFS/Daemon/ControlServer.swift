@@ -31,7 +31,9 @@ final class ControlServer: Sendable {
             while true {
                 let connection = accept(listener, nil, nil)
                 if connection < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    let failure = errno
+                    if failure == EINTR || failure == ECONNABORTED { continue }
+                    DaemonLog.controlSocketStopped(errno: failure)
                     return
                 }
                 // One thread per request: a client that says nothing holds up no one else.
@@ -49,8 +51,9 @@ final class ControlServer: Sendable {
 
     private func serve(_ connection: Int32) {
         var peer: uid_t = 0
-        guard clinux_peer_uid(connection, &peer) == 0, peer == getuid() || peer == 0 else {
-            ControlSocket.sendError(connection, .failure, "permission denied: not the mounting user")
+        let peerKnown = clinux_peer_uid(connection, &peer) == 0
+        guard peerKnown, peer == getuid() || peer == 0 else {
+            refuse(connection, .peerNotAllowed(uid: peerKnown ? peer : nil), .failure, "permission denied: not the mounting user")
             return
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -73,12 +76,12 @@ final class ControlServer: Sendable {
         case "unlock":
             guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
                   (1...SecretInput.maximumPassphraseBytes).contains(count) else {
-                ControlSocket.sendError(connection, .usage, "malformed unlock request")
+                refuse(connection, .malformedUnlock, .usage, "malformed unlock request")
                 return
             }
             do throws(VaultError) {
                 guard try unlock(with: connection, passphraseBytes: count) else {
-                    ControlSocket.sendError(connection, .usage, "short passphrase")
+                    refuse(connection, .shortPassphrase, .usage, "short passphrase")
                     return
                 }
                 // Only now, with the passphrase wiped, may the client learn it worked.
@@ -87,8 +90,15 @@ final class ControlServer: Sendable {
                 ControlSocket.sendError(connection, ExitStatus.code(for: error), error.description)
             }
         default:
-            ControlSocket.sendError(connection, .usage, "unknown request")
+            refuse(connection, .unknownRequest, .usage, "unknown request")
         }
+    }
+
+    /// The client hears why; the log hears it too, since a refused client may be no one the
+    /// mounting user knows of.
+    private func refuse(_ connection: Int32, _ refusal: DaemonLog.Refusal, _ status: ExitStatus, _ reply: String) {
+        DaemonLog.refusedControlRequest(refusal)
+        ControlSocket.sendError(connection, status, reply)
     }
 
     /// Reads the passphrase and unlocks; the passphrase's buffer is wiped when this returns.

@@ -24,6 +24,7 @@ enum HelperThread {
             pthread_detach(thread)
         } else {
             Unmanaged<Body>.fromOpaque(context).release()
+            DaemonLog.helperThreadFailed(errno: rc)
         }
     }
 }

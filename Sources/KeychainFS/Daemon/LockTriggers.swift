@@ -18,7 +18,10 @@ enum LockTriggers {
             sigaddset(&wanted, SIGUSR1)
             while true {
                 var received: Int32 = 0
-                if sigwait(&wanted, &received) == 0 && received == SIGUSR1 { fileSystem.lock() }
+                if sigwait(&wanted, &received) == 0 && received == SIGUSR1 {
+                    fileSystem.lock()
+                    DaemonLog.lockedBySIGUSR1()
+                }
             }
         }
     }
@@ -27,7 +30,10 @@ enum LockTriggers {
         HelperThread.start {
             while true {
                 sleep(1)
-                if !fileSystem.isLocked && fileSystem.secondsSinceActivity >= Int64(seconds) { fileSystem.lock() }
+                if !fileSystem.isLocked && fileSystem.secondsSinceActivity >= Int64(seconds) {
+                    fileSystem.lock()
+                    DaemonLog.lockedWhenIdle(seconds: seconds)
+                }
             }
         }
     }

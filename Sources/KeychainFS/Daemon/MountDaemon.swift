@@ -67,6 +67,7 @@ enum MountDaemon {
 
     private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
+        DaemonLog.open(mountpoint: mountpoint, foreground: channel.fd == nil)
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
         // Every path is absolute now; do not keep the launch directory's filesystem busy.
         _ = chdir("/")
@@ -75,15 +76,24 @@ enum MountDaemon {
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
         let fileSystem = FileSystem(vault: vault) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
+            DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
+        }
+        // Nothing is mounted here (checked), so a record of this mountpoint is one its daemon
+        // left when it died; the control server takes over its socket's path.
+        if let stale = RuntimeState.read(mountpoint: mountpoint), !ProcessTable.isRunning(stale.pid) {
+            DaemonLog.staleRecordReplaced(deadPID: stale.pid)
         }
         let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: vaultPath,
                                         idleLockSeconds: request.idleLockSeconds)
+        var served = false
         defer {
             // Wipe first: the control socket disappearing last tells watchers it is done.
             fileSystem.forgetEverything()
             RuntimeState.remove(mountpoint: mountpoint)
             control.stop()
+            // A mount that never came up is reported to the caller instead.
+            if served { DaemonLog.stopped() }
             withExtendedLifetime(claim) {}
         }
         control.start()
@@ -91,6 +101,7 @@ enum MountDaemon {
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint)
+            served = true
         } catch {
             throw CommandFailure(message: error.message, status: .mountFailure)
         }

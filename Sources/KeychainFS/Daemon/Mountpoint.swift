@@ -40,7 +40,9 @@ enum Mountpoint {
         var info = stat()
         if stat(canonicalPath, &info) != 0 && errno == ENOTCONN {
             // A daemon that died (killed) leaves a dead mount behind; clear it and go on.
-            _ = Subprocess.run("fusermount3", ["-u", "-z", canonicalPath])
+            if Subprocess.run("fusermount3", ["-u", "-z", canonicalPath]).status == 0 {
+                DaemonLog.deadMountCleared(at: canonicalPath)
+            }
         }
         guard stat(canonicalPath, &info) == 0 else {
             let reason = errno == ENOENT ? "does not exist" : String(cString: strerror(errno))
