@@ -9,14 +9,20 @@ final class ForegroundDaemon {
     let process = Process()
     let mountpoint: String
 
-    init(_ fixture: CLIFixture, mountpoint: String) throws {
+    /// `standardError`: a file to collect what the daemon says there (nothing kept by default).
+    init(_ fixture: CLIFixture, mountpoint: String, extra: [String] = [], standardError: String? = nil) throws {
         self.mountpoint = mountpoint
         process.executableURL = URL(fileURLWithPath: keychainfsBinary)
-        process.arguments = ["mount", "-f", "--vault", fixture.vault, "--passphrase-file", fixture.passphraseFile, mountpoint]
+        process.arguments = ["mount", "-f", "--vault", fixture.vault, "--passphrase-file", fixture.passphraseFile] + extra + [mountpoint]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let errorFile = try standardError.map { path in
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            return try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        }
+        process.standardError = errorFile ?? FileHandle.nullDevice
         try process.run()
+        try errorFile?.close()
         for _ in 0..<500 where !isMounted(mountpoint) { usleep(10_000) }
         guard isMounted(mountpoint) else { throw FixtureError("foreground daemon did not mount") }
     }
