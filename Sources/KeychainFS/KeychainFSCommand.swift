@@ -8,7 +8,9 @@ struct KeychainFSCommand: ParsableCommand {
         discussion: """
             The vault is --vault PATH, else $KEYCHAINFS_VAULT, else \
             $XDG_DATA_HOME/keychainfs/default.vault (~/.local/share/keychainfs/default.vault).
-            Exit statuses: \(ExitStatus.summary)
+
+            Exit statuses:
+            \(ExitStatus.summary)
             """,
         subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self, List.self, Remove.self,
                       MakeDictionary.self, Move.self, ChangePassphrase.self, Verify.self],

@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Testing
 
 /// The `keychainfs` binary built beside this test bundle (or $KEYCHAINFS_BIN).
@@ -21,6 +22,9 @@ struct RunResult {
     let stdout: Data
     let stderr: String
     var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    /// The status as a row of keychainfs's table (nil for one it does not have). Qualified:
+    /// Swift Testing has an ExitStatus of its own.
+    var exitStatus: KeychainFS.ExitStatus? { KeychainFS.ExitStatus(rawValue: status) }
 }
 
 /// Runs a command to completion, feeding `stdin`, and collects its output.
@@ -81,7 +85,7 @@ final class CLIFixture {
         try (passphrase + "\n").write(toFile: passphraseFile, atomically: true, encoding: .utf8)
         if create {
             let result = try cli(["init", "--kdf", kdf])
-            precondition(result.status == 0, "init failed: \(result.stderr)")
+            precondition(result.exitStatus == .success, "init failed: \(result.stderr)")
         }
     }
 
@@ -100,20 +104,4 @@ final class CLIFixture {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
-}
-
-/// Exit statuses the README documents.
-enum Status {
-    static let ok: Int32 = 0
-    static let wrongPassphrase: Int32 = 2
-    static let integrity: Int32 = 3
-    static let notFound: Int32 = 4
-    static let exists: Int32 = 5
-    static let wrongKind: Int32 = 6
-    static let invalid: Int32 = 7
-    static let busy: Int32 = 8
-    static let unusable: Int32 = 9
-    static let storage: Int32 = 10
-    static let mountFailure: Int32 = 11
-    static let usage: Int32 = 64
 }

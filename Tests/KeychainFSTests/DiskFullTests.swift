@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Testing
 
 /// A small tmpfs of our own, so "disk full" is real and not simulated.
@@ -30,23 +31,23 @@ final class SmallFilesystem {
             a.insert(contentsOf: ["--vault", vault, "--passphrase-file", f.passphraseFile], at: 1)
             return try run(keychainfsBinary, a, stdin: stdin)
         }
-        #expect(try cli(["init", "--kdf", "interactive"]).status == Status.ok)
-        #expect(try cli(["set", "keep/first", "the first value"]).status == Status.ok)
+        #expect(try cli(["init", "--kdf", "interactive"]).exitStatus == .success)
+        #expect(try cli(["set", "keep/first", "the first value"]).exitStatus == .success)
 
         // Fill the rest of the filesystem with a plain file, then try to store a large item.
         let filler = small.mountpoint + "/filler"
         _ = try run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
         let full = try cli(["set", "keep/big"], stdin: Data(repeating: 0x5A, count: 300_000))
-        #expect(full.status == Status.storage)
+        #expect(full.exitStatus == .storage)
         #expect(full.stderr.contains("no space left"), "\(full.stderr)")
         #expect(try cli(["get", "keep/first"]).stdoutText == "the first value")
-        #expect(try cli(["get", "keep/big"]).status == Status.notFound)
+        #expect(try cli(["get", "keep/big"]).exitStatus == .notFound)
 
         try FileManager.default.removeItem(atPath: filler)
         let after = try cli(["set", "keep/big"], stdin: Data(repeating: 0x5A, count: 300_000))
-        #expect(after.status == Status.ok, "\(after.stderr)")
+        #expect(after.exitStatus == .success, "\(after.stderr)")
         #expect(try cli(["get", "keep/big"]).stdout == Data(repeating: 0x5A, count: 300_000))
-        #expect(try cli(["verify"]).status == Status.ok)
+        #expect(try cli(["verify"]).exitStatus == .success)
     }
 }
 
@@ -57,8 +58,8 @@ final class SmallFilesystem {
         let vault = small.mountpoint + "/test.vault"
         let mountpoint = f.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).status == 0)
-        #expect(try run(keychainfsBinary, ["mount", "--vault", vault, "--passphrase-file", f.passphraseFile, mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["mount", "--vault", vault, "--passphrase-file", f.passphraseFile, mountpoint]).exitStatus == .success)
         defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
         #expect(writeFile(mountpoint + "/kept", Array("the old value".utf8)) == 0)
 

@@ -1,3 +1,4 @@
+@testable import KeychainFS
 import CSQLite
 import Foundation
 import Testing
@@ -30,13 +31,13 @@ private func formatVersion(_ file: String) -> Int64 {
         try FileManager.default.copyItem(atPath: fixtures + "/v1.vault", toPath: vault)
 
         let token = try cli(vault, ["get", "app/token"])
-        #expect(token.status == Status.ok, "\(token.stderr)")
+        #expect(token.exitStatus == .success, "\(token.stderr)")
         #expect(token.stdoutText == "ghp_fixtureToken123")
         #expect(formatVersion(vault) == 2)
         #expect(try cli(vault, ["get", "app/nested/deep/big"]).stdout == Data(repeating: 0x78, count: 5000))
         #expect(try cli(vault, ["get", "unicode/n\\xc3\\xa4me with spaces"]).stdoutText == "héllo wörld\n")
         #expect(try cli(vault, ["ls"]).stdoutText == "app/\nempty-dict/\ntop\nunicode/\n")
-        #expect(try cli(vault, ["verify"]).status == Status.ok)
+        #expect(try cli(vault, ["verify"]).exitStatus == .success)
     }
 
     @Test func aFullDiskLeavesVersion1AndSaysSo() throws {
@@ -47,14 +48,14 @@ private func formatVersion(_ file: String) -> Int64 {
         _ = try run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
 
         let full = try cli(vault, ["get", "top"])
-        #expect(full.status == Status.storage)
+        #expect(full.exitStatus == .storage)
         #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 2"), "\(full.stderr)")
         #expect(full.stderr.contains("still format version 1"), "\(full.stderr)")
         #expect(formatVersion(vault) == 1)
 
         try FileManager.default.removeItem(atPath: filler)
         let after = try cli(vault, ["get", "top"])
-        #expect(after.status == Status.ok, "\(after.stderr)")
+        #expect(after.exitStatus == .success, "\(after.stderr)")
         #expect(after.stdoutText == "root item")
         #expect(formatVersion(vault) == 2)
     }

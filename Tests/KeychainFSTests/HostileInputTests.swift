@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -17,7 +18,7 @@ import Testing
         #expect(errnoOf { mkdir(m.path("."), 0o700) } == EEXIST)
         #expect(errnoOf { rmdir(m.path("..")) } != 0)
         // The CLI lists them too (one per line; a newline in a name shows as one).
-        #expect(try m.cli.cli(["ls"]).status == 0)
+        #expect(try m.cli.cli(["ls"]).exitStatus == .success)
         #expect(try m.cli.cli(["get", "tab\there"]).stdoutText == "tab\there")
     }
 
@@ -42,7 +43,7 @@ import Testing
         #expect(try sh("mkdir -p \(m.path(deep)) && echo bottom > \(m.path(deep))/item").status == 0)
         #expect(readFile(m.path(deep + "/item")) == Array("bottom\n".utf8))
         #expect(try m.cli.cli(["get", deep + "/item"]).stdoutText == "bottom\n")
-        #expect(try m.cli.cli(["verify"]).status == 0)
+        #expect(try m.cli.cli(["verify"]).exitStatus == .success)
     }
 
     @Test func tamperedVaultReadsGiveEIONeverOtherContent() throws {
@@ -51,7 +52,7 @@ import Testing
         for i in 0..<12 {
             let value = "value-\(i)-" + String(repeating: "\(i % 10)", count: 20 + i * 37)
             values["d\(i % 3)/item\(i)"] = value
-            #expect(try f.cli(["set", "d\(i % 3)/item\(i)", value]).status == 0)
+            #expect(try f.cli(["set", "d\(i % 3)/item\(i)", value]).exitStatus == .success)
         }
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
@@ -69,7 +70,7 @@ import Testing
             try damaged.write(to: URL(fileURLWithPath: f.vault))
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.vault + suffix) }
             let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint])
-            if mounted.status != 0 {
+            if mounted.exitStatus != .success {
                 // Refusing the whole vault is allowed, with a clear line (header or key slot damage).
                 #expect(mounted.stderr.hasPrefix("keychainfs: ") && !mounted.stderr.dropFirst(12).contains("\n"))
                 continue
@@ -91,7 +92,7 @@ import Testing
                 }
                 close(fd)
             }
-            #expect(try run(keychainfsBinary, ["unmount", mountpoint]).status == 0)
+            #expect(try run(keychainfsBinary, ["unmount", mountpoint]).exitStatus == .success)
         }
         try original.write(to: URL(fileURLWithPath: f.vault))
         #expect(damagedReads > 0, "no sampled offset hit a record")
@@ -99,9 +100,9 @@ import Testing
 
     @Test func swappedAndDeletedRowsThroughTheMountAndVerifyNamesThem() throws {
         let f = try CLIFixture()
-        #expect(try f.cli(["set", "app/token", "token-value"]).status == 0)
-        #expect(try f.cli(["set", "app/pw", "password-value"]).status == 0)
-        #expect(try f.cli(["set", "other/keep", "undamaged"]).status == 0)
+        #expect(try f.cli(["set", "app/token", "token-value"]).exitStatus == .success)
+        #expect(try f.cli(["set", "app/pw", "password-value"]).exitStatus == .success)
+        #expect(try f.cli(["set", "other/keep", "undamaged"]).exitStatus == .success)
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
         // app is node 2, token 3, pw 4: swap the two contents.
@@ -112,12 +113,12 @@ import Testing
             """, nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let verify = try f.cli(["verify"])
-        #expect(verify.status == Status.integrity)
+        #expect(verify.exitStatus == .integrityFailure)
         #expect(verify.stderr.contains("app/token: content failed authentication"))
         #expect(verify.stderr.contains("app/pw: content failed authentication"))
         let mountpoint = f.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        #expect(try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint]).exitStatus == .success)
         defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
         #expect(errnoOf { open(mountpoint + "/app/token", O_RDONLY) } == EIO)
         #expect(errnoOf { open(mountpoint + "/app/pw", O_RDONLY) } == EIO)

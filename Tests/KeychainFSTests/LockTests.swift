@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -65,7 +66,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(fd >= 0)
         defer { close(fd) }
         #expect(try status(m.mountpoint).locked == false)
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         #expect(try status(m.mountpoint).locked)
         var st = stat()
         #expect(stat(m.mountpoint, &st) == 0)  // the mountpoint itself stays visible
@@ -79,9 +80,9 @@ func status(_ mountpoint: String) throws -> StatusReport {
 
         let wrong = try m.cli.write("not it\n", to: "wrong")
         let refused = try run(keychainfsBinary, ["unlock", "--passphrase-file", wrong, m.mountpoint])
-        #expect(refused.status == Status.wrongPassphrase)
+        #expect(refused.exitStatus == .wrongPassphrase)
         #expect(try status(m.mountpoint).locked)
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(try status(m.mountpoint).locked == false)
         #expect(pread(fd, &buffer, 16, 0) == 5 && Array(buffer[0..<5]) == Array("token".utf8))
         #expect(readFile(m.path("app/token")) == Array("token".utf8))
@@ -92,9 +93,9 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(writeFile(m.path("draft"), Array("user=alice\npassword=old\n".utf8)) == 0)
         let writer = try HeldDescriptor(m.path("draft"), "O_WRONLY|O_TRUNC")
         #expect(writer.send("pwrite 0 user=alice") == 0)
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         #expect(writer.send("pwrite 10 password=new") == EACCES)
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(writer.send("pwrite 10 password=new") == EACCES)  // the descriptor stays refused
         #expect(writer.send("close") == EACCES)  // the close says so: nothing is dropped silently
         #expect(try storedContent(m, "draft") == "user=alice\npassword=old\n")
@@ -103,7 +104,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
     @Test func unlockingIsNotUndoneByTheIdleLock() throws {
         let m = try MountFixture()
         try m.unmount()
-        #expect(try m.mount(extra: ["--idle-lock", "1s"]).status == 0)
+        #expect(try m.mount(extra: ["--idle-lock", "1s"]).exitStatus == .success)
         #expect(writeFile(m.path("x"), [7]) == 0)
         var locked = false
         for _ in 0..<50 where !locked {
@@ -112,7 +113,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         }
         #expect(locked)
         sleep(2)  // well past the idle time
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         usleep(500_000)
         #expect(try status(m.mountpoint).locked == false)
         #expect(readFile(m.path("x")) == [7])
@@ -124,7 +125,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         guard let dir = opendir(m.mountpoint) else { Issue.record("opendir failed"); return }
         defer { closedir(dir) }
         #expect(readdir(dir) != nil)
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         var names = 0
         errno = 0
         while readdir(dir) != nil { names += 1 }
@@ -141,17 +142,17 @@ func status(_ mountpoint: String) throws -> StatusReport {
         for i in 0..<300 { #expect(writeFile(m.path("s\(i)"), Array("value \(i)".utf8)) == 0) }
         // Mounted afresh, so the kernel knows none of them but from the listing.
         try m.unmount()
-        #expect(try m.mount().status == 0)
+        #expect(try m.mount().exitStatus == .success)
         // `ls -l` lists and stats: one LOOKUP for each entry would mean the listing carried none.
         #expect(try sh("ls -l \(m.mountpoint) > /dev/null").status == 0)
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         var refused = 0
         for i in 0..<300 {
             var st = stat()
             if errnoOf({ stat(m.path("s\(i)"), &st) }) == EACCES { refused += 1 }
         }
         #expect(refused == 300)
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(try sh("cat \(m.path("s1")) \(m.path("s299"))").stdoutText == "value 1value 299")
     }
 
@@ -186,7 +187,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
     @Test func idleLockAndSIGUSR1() throws {
         let m = try MountFixture()
         try m.unmount()
-        #expect(try m.mount(extra: ["--idle-lock", "2s"]).status == 0)
+        #expect(try m.mount(extra: ["--idle-lock", "2s"]).exitStatus == .success)
         #expect(writeFile(m.path("x"), [1]) == 0)
         let report = try status(m.mountpoint)
         #expect(report.field("idle_lock_seconds") == "2")
@@ -196,7 +197,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
             locked = try status(m.mountpoint).locked
         }
         #expect(locked, "not locked after 8 s idle with --idle-lock 2s")
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(readFile(m.path("x")) == [1])
         kill(report.pid, SIGUSR1)
         var lockedBySignal = false
@@ -224,8 +225,25 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(all.hasPrefix("[") && all.contains(m.mountpoint))
         let other = try run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups",
                                                  keychainfsBinary, "lock", m.mountpoint])
-        #expect(other.status != 0)
+        #expect(other.exitStatus != .success)
         #expect(try status(m.mountpoint).locked == false)
+    }
+
+    /// `status --json` is JSON a parser takes: every field present (null when it has no
+    /// value), an object for one mount and an array of them for all.
+    @Test func statusJSONHasEveryFieldAndParses() throws {
+        let m = try MountFixture()
+        let fields: Set = ["mountpoint", "vault", "pid", "locked", "items", "idle_lock_seconds", "idle_seconds", "locks_in_seconds"]
+        let one = try run(keychainfsBinary, ["status", "--json", m.mountpoint])
+        #expect(one.exitStatus == .success)
+        let object = try #require(try JSONSerialization.jsonObject(with: one.stdout) as? [String: Any], "\(one.stdoutText)")
+        #expect(Set(object.keys) == fields)
+        #expect(object["mountpoint"] as? String == m.mountpoint)
+        #expect(object["idle_lock_seconds"] is NSNull && object["locks_in_seconds"] is NSNull)
+        #expect(object["locked"] as? Bool == false)
+        let all = try run(keychainfsBinary, ["status", "--json"])
+        let array = try #require(try JSONSerialization.jsonObject(with: all.stdout) as? [[String: Any]], "\(all.stdoutText)")
+        #expect(array.contains { $0["mountpoint"] as? String == m.mountpoint && Set($0.keys) == fields })
     }
 
     @Test func theDaemonKeepsItsMemoryLockedAndUndumpable() throws {
@@ -257,9 +275,9 @@ func status(_ mountpoint: String) throws -> StatusReport {
         let pid = report.pid
         // The scan can see it: the open file's plaintext is in the daemon now.
         #expect(processMemoryContains(pid, canary), "scanner did not find the canary in an unlocked daemon \(report.json)")
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         #expect(!processMemoryContains(pid, canary), "canary found in a locked daemon's memory")
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(readFile(m.path("canary")) == canary)
     }
 
@@ -307,8 +325,8 @@ func status(_ mountpoint: String) throws -> StatusReport {
         // The scanner works on this process: the vault's path (a plain string) is found.
         #expect(processMemoryContains(pid, Array(m.vault.utf8)))
         #expect(!processMemoryContains(pid, Array(phrase.utf8)), "passphrase found in the daemon's memory")
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(!processMemoryContains(pid, Array(phrase.utf8)), "passphrase found in the daemon's memory after unlock")
     }
 
@@ -318,7 +336,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint],
                               environment: ["KEYCHAINFS_TEST_PAUSE_BEFORE_EXIT": "20"])
-        #expect(mounted.status == 0)
+        #expect(mounted.exitStatus == .success)
         defer { if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
         let canary = Array(("UNMOUNT-CANARY-" + UUID().uuidString).utf8)
         let name = "UNMOUNT-NAMECANARY-" + UUID().uuidString
@@ -335,7 +353,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
         var gone = false
         for _ in 0..<200 where !gone {
             usleep(20_000)
-            gone = try run(keychainfsBinary, ["status", mountpoint]).status != 0
+            gone = try run(keychainfsBinary, ["status", mountpoint]).exitStatus != .success
         }
         #expect(gone, "the daemon did not finish its wipe")
         #expect(kill(pid, 0) == 0, "the daemon should still be pausing")

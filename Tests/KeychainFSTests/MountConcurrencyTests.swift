@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -83,7 +84,7 @@ import Testing
             let last = (1...15).last { $0 % 5 == k }!
             #expect(try m.cli.cli(["get", "cli/k\(k)"]).stdoutText == "cli-\(last)")
         }
-        #expect(try m.cli.cli(["verify"]).status == 0)
+        #expect(try m.cli.cli(["verify"]).exitStatus == .success)
         let pid = try status(m.mountpoint).pid
         #expect(kill(pid, 0) == 0, "the daemon died")
     }

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -8,14 +9,20 @@ final class ForegroundDaemon {
     let process = Process()
     let mountpoint: String
 
-    init(_ fixture: CLIFixture, mountpoint: String) throws {
+    /// `standardError`: a file to collect what the daemon says there (nothing kept by default).
+    init(_ fixture: CLIFixture, mountpoint: String, extra: [String] = [], standardError: String? = nil) throws {
         self.mountpoint = mountpoint
         process.executableURL = URL(fileURLWithPath: keychainfsBinary)
-        process.arguments = ["mount", "-f", "--vault", fixture.vault, "--passphrase-file", fixture.passphraseFile, mountpoint]
+        process.arguments = ["mount", "-f", "--vault", fixture.vault, "--passphrase-file", fixture.passphraseFile] + extra + [mountpoint]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let errorFile = try standardError.map { path in
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            return try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        }
+        process.standardError = errorFile ?? FileHandle.nullDevice
         try process.run()
+        try errorFile?.close()
         for _ in 0..<500 where !isMounted(mountpoint) { usleep(10_000) }
         guard isMounted(mountpoint) else { throw FixtureError("foreground daemon did not mount") }
     }
@@ -44,7 +51,7 @@ final class ForegroundDaemon {
         switch method {
         case "keychainfs unmount":
             let result = try run(keychainfsBinary, ["unmount", mountpoint])
-            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.exitStatus == .success, "\(result.stderr)")
             // It returns only after the daemon has exited.
             #expect(!daemon.process.isRunning || daemon.exitStatus(within: 0.5) != nil)
         case "fusermount3 -u":
@@ -70,14 +77,14 @@ final class ForegroundDaemon {
         #expect(mkdir(m.path(String(nameCanary)), 0o700) == 0)
         #expect(writeFile(m.path("\(nameCanary)/token"), Array(canary.utf8)) == 0)
         let record = try m.unmount()
-        #expect(record.status == 0)
+        #expect(record.exitStatus == .success)
         #expect(!isMounted(m.mountpoint))
         let daemons = try sh("pgrep -f '[k]eychainfs mount.*\(m.mountpoint)' || true").stdoutText
         #expect(daemons.isEmpty, "daemon still running: \(daemons)")
         let bytes = ["", "-wal", "-shm"].compactMap { try? Data(contentsOf: URL(fileURLWithPath: m.vault + $0)) }.reduce(Data(), +)
         #expect(bytes.range(of: Data(canary.utf8)) == nil)
         #expect(bytes.range(of: Data(nameCanary.utf8)) == nil)
-        #expect(try m.mount().status == 0)
+        #expect(try m.mount().exitStatus == .success)
         #expect(readFile(m.path("\(nameCanary)/token")) == Array(canary.utf8))
     }
 
@@ -86,11 +93,11 @@ final class ForegroundDaemon {
         let other = m.cli.directory + "/mnt2"
         try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
         let second = try run(keychainfsBinary, ["mount", "--vault", m.vault, "--passphrase-file", m.cli.passphraseFile, other])
-        #expect(second.status == Status.busy)
+        #expect(second.exitStatus == .vaultBusy)
         #expect(second.stderr.contains("already mounted"), "\(second.stderr)")
         #expect(!isMounted(other))
         let again = try m.mount()
-        #expect(again.status == Status.mountFailure)
+        #expect(again.exitStatus == .mountFailure)
         #expect(again.stderr.contains("already a mountpoint"), "\(again.stderr)")
     }
 
@@ -100,12 +107,12 @@ final class ForegroundDaemon {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let wrong = try f.write("wrong\n", to: "wrong")
         let refused = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", wrong, mountpoint])
-        #expect(refused.status == Status.wrongPassphrase)
+        #expect(refused.exitStatus == .wrongPassphrase)
         #expect(refused.stderr == "keychainfs: wrong passphrase\n")
         #expect(!isMounted(mountpoint))
 
         let missing = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, f.directory + "/nope"])
-        #expect(missing.status == Status.mountFailure)
+        #expect(missing.exitStatus == .mountFailure)
         #expect(missing.stderr.contains("does not exist"))
 
         let file = try f.write("x", to: "a-file")
@@ -114,12 +121,12 @@ final class ForegroundDaemon {
 
         FileManager.default.createFile(atPath: mountpoint + "/occupant", contents: Data())
         let notEmpty = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint])
-        #expect(notEmpty.status == Status.mountFailure)
+        #expect(notEmpty.exitStatus == .mountFailure)
         #expect(notEmpty.stderr.contains("is not empty"))
         #expect(!isMounted(mountpoint))
 
         let notMounted = try run(keychainfsBinary, ["unmount", mountpoint])
-        #expect(notMounted.status == Status.mountFailure)
+        #expect(notMounted.exitStatus == .mountFailure)
         #expect(notMounted.stderr.contains("is not a keychainfs mount"))
     }
 
@@ -130,7 +137,7 @@ final class ForegroundDaemon {
         let result = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile,
                                                 "--kdf", "interactive", mountpoint])
         defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
-        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.exitStatus == .success, "\(result.stderr)")
         #expect(result.stderr.contains("created vault \(f.vault)"))
         var st = stat()
         #expect(stat(f.vault, &st) == 0 && st.st_mode & 0o777 == 0o600)
@@ -144,13 +151,13 @@ final class ForegroundDaemon {
         #expect(writeFile(m.path("from-mount"), Array("m".utf8)) == 0)
         #expect(try m.cli.cli(["get", "from-mount"]).stdoutText == "m")
         #expect(listing(m.mountpoint) == ["from-mount"])  // the kernel now caches this listing
-        #expect(try m.cli.cli(["set", "app/from-cli", "c"]).status == 0)
-        #expect(try m.cli.cli(["set", "from-mount", "changed"]).status == 0)
+        #expect(try m.cli.cli(["set", "app/from-cli", "c"]).exitStatus == .success)
+        #expect(try m.cli.cli(["set", "from-mount", "changed"]).exitStatus == .success)
         usleep(1_000_000)
         #expect(listing(m.mountpoint) == ["app", "from-mount"])
         #expect(readFile(m.path("app/from-cli")) == Array("c".utf8))
         #expect(readFile(m.path("from-mount")) == Array("changed".utf8))
-        #expect(try m.cli.cli(["rm", "app/from-cli"]).status == 0)
+        #expect(try m.cli.cli(["rm", "app/from-cli"]).exitStatus == .success)
         usleep(1_000_000)
         #expect(errnoOf { open(m.path("app/from-cli"), O_RDONLY) } == ENOENT)
     }
@@ -172,7 +179,7 @@ final class ForegroundDaemon {
         FileManager.default.createFile(atPath: empty, contents: Data())
         for (vault, expected) in [(directory, "it is a directory"), (text, "not an SQLite database"), (empty, "the file is empty")] {
             let result = try mount(vault)
-            #expect(result.status == Status.unusable, "\(vault): \(result.stderr)")
+            #expect(result.exitStatus == .unusableVault, "\(vault): \(result.stderr)")
             #expect(result.stderr.contains(expected))
             #expect(!isMounted(mountpoint))
         }
@@ -181,7 +188,7 @@ final class ForegroundDaemon {
         #expect(sqlite3_exec(db, "PRAGMA user_version = 9", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let newer = try mount(f.vault)
-        #expect(newer.status == Status.unusable)
+        #expect(newer.exitStatus == .unusableVault)
         #expect(newer.stderr.contains("newer than this keychainfs supports"))
         #expect(!isMounted(mountpoint))
     }

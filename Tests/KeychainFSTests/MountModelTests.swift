@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -170,10 +171,10 @@ struct FilesystemModel {
             }
         }
         for path in model.files.keys { check(path, steps, "final") }
-        #expect(try m.cli.cli(["verify"]).status == 0)
+        #expect(try m.cli.cli(["verify"]).exitStatus == .success)
         // And all of it survives an unmount and a remount.
-        #expect(try m.unmount().status == 0)
-        #expect(try m.mount().status == 0)
+        #expect(try m.unmount().exitStatus == .success)
+        #expect(try m.mount().exitStatus == .success)
         for (path, content) in model.files { #expect(readFile(real(path)) == content, "seed \(seed): \(path) after remount") }
     }
 }

@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -33,8 +34,8 @@ import Testing
         #expect(stat(m.path("f"), &st) == 0 && st.st_mode & 0o7777 == 0o640)
         #expect(st.st_mtim.tv_sec == 1_234_567_890 && st.st_mtim.tv_nsec == 123_456_789)
         // Stored, not just cached: still there after a remount.
-        #expect(try m.unmount().status == 0)
-        #expect(try m.mount().status == 0)
+        #expect(try m.unmount().exitStatus == .success)
+        #expect(try m.mount().exitStatus == .success)
         #expect(stat(m.path("f"), &st) == 0 && st.st_mode & 0o7777 == 0o640 && st.st_mtim.tv_sec == 1_234_567_890)
     }
 
@@ -112,7 +113,7 @@ import Testing
         #expect(readFile(m.path("empty/sub/deep")) == Array("deep".utf8))
         #expect(errnoOf { clinux_renameat2(AT_FDCWD, m.path("b"), AT_FDCWD, m.path("c"), UInt32(RENAME_EXCHANGE)) } != 0)
         #expect(try m.cli.cli(["get", "empty/sub/deep"]).stdoutText == "deep")
-        #expect(try m.cli.cli(["verify"]).status == 0)
+        #expect(try m.cli.cli(["verify"]).exitStatus == .success)
     }
 
     @Test func unsupportedNodeTypesAndLimits() throws {

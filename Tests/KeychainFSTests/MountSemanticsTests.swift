@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 import VaultCore
@@ -150,9 +151,9 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
 
         #expect(writeFile(m.path("g"), Array("abc".utf8)) == 0)
         let refused = try HeldDescriptor(m.path("g"), "O_RDONLY|O_TRUNC")
-        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         #expect(refused.send("close") == EACCES)
-        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
         #expect(try storedContent(m, "g") == "abc")
     }
 

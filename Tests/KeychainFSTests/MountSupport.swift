@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeychainFS
 import Glibc
 import Testing
 
@@ -13,7 +14,7 @@ final class MountFixture {
         mountpoint = cli.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let mounted = try mount()
-        guard mounted.status == 0 else {
+        guard mounted.exitStatus == .success else {
             throw FixtureError("mount failed (\(mounted.status)): \(mounted.stderr)")
         }
     }

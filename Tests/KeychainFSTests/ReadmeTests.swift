@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import KeychainFS
 import Testing
 
 /// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
@@ -52,4 +53,20 @@ import Testing
         #expect(!isMounted(home + "/secrets"))
         #expect(FileManager.default.fileExists(atPath: home + "/.local/share/keychainfs/default.vault"))
     }
+
+    /// The README's table of exit statuses, row for row, is the one the code has.
+    @Test func theReadmesExitStatusTableIsTheCodes() throws {
+        let readme = try String(contentsOfFile: readmePath, encoding: .utf8)
+        let sections = readme.components(separatedBy: "### Errors and exit statuses")
+        try #require(sections.count == 2, "the README has no section on exit statuses")
+        let rows = sections[1].split(separator: "\n").drop { !$0.hasPrefix("| status") }.dropFirst(2)
+            .prefix { $0.hasPrefix("|") }
+            .map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
+            .map { "\($0[0]) \($0[1])" }
+        #expect(rows == KeychainFS.ExitStatus.allCases.map { "\($0.rawValue) \($0.meaning)" })
+    }
 }
+
+/// The README at the top of the package this test file belongs to.
+let readmePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("README.md").path

@@ -1,77 +1,65 @@
-import ArgumentParser
 import VaultCore
 
-/// The one table from vault errors to exit statuses (documented in the README and `--help`).
-enum ExitStatus {
-    static let failure: Int32 = 1
-    static let wrongPassphrase: Int32 = 2
-    static let integrityFailure: Int32 = 3
-    static let notFound: Int32 = 4
-    static let alreadyExists: Int32 = 5
-    static let wrongKind: Int32 = 6
-    static let invalidInput: Int32 = 7
-    static let vaultBusy: Int32 = 8
-    static let unusableVault: Int32 = 9
-    static let storage: Int32 = 10
-    static let mountFailure: Int32 = 11
-    static let usage: Int32 = 64
+/// The one table of exit statuses: `--help` is written from it, the README's table is checked
+/// against it, and the tests expect its names. A status cannot be added without its meaning.
+enum ExitStatus: Int32, CaseIterable, Sendable {
+    case success = 0
+    case failure = 1
+    case wrongPassphrase = 2
+    case integrityFailure = 3
+    case notFound = 4
+    case alreadyExists = 5
+    case wrongKind = 6
+    case invalidInput = 7
+    case vaultBusy = 8
+    case unusableVault = 9
+    case storage = 10
+    case mountFailure = 11
+    /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
+    case usage = 64
 
-    static let summary = """
-        0 success, 1 other failure, 2 wrong passphrase, 3 integrity failure, 4 not found, \
-        5 already exists, 6 not empty or wrong kind (item vs dictionary), 7 invalid name, size or argument, \
-        8 vault in use (already mounted) or locked, 9 no vault or not a usable vault, 10 storage error (disk full, I/O), \
-        11 mount or unmount failure (mountpoint, /dev/fuse), 64 usage.
-        """
+    var meaning: String {
+        switch self {
+        case .success: "success"
+        case .failure: "other failure"
+        case .wrongPassphrase: "wrong passphrase"
+        case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
+        case .notFound: "no such item or dictionary"
+        case .alreadyExists: "already exists (including `init` on an existing file)"
+        case .wrongKind: "dictionary not empty, or an item where a dictionary was needed (or the reverse)"
+        case .invalidInput: "invalid name, item too large, invalid move or argument"
+        case .vaultBusy: "vault in use (already mounted) or locked"
+        case .unusableVault: "no vault, not a vault, or a vault of a newer format"
+        case .storage: "storage error: disk full, I/O error, no locked memory; an upgrade of an older vault that could not be written (the vault is left unchanged)"
+        case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
+        case .usage: "usage error"
+        }
+    }
 
-    static func code(for error: VaultError) -> Int32 {
+    /// The table as `--help` shows it, one status a line.
+    static var summary: String {
+        allCases.map { status in
+            let number = String(status.rawValue)
+            return "  " + number + String(repeating: " ", count: 4 - number.count) + status.meaning
+        }.joined(separator: "\n")
+    }
+
+    /// A status read back from a daemon's reply; one this build does not know is a failure.
+    init(reported text: some StringProtocol) {
+        self = Int32(text).flatMap(ExitStatus.init(rawValue:)) ?? .failure
+    }
+
+    static func code(for error: VaultError) -> ExitStatus {
         switch error {
-        case .wrongPassphrase: return wrongPassphrase
-        case .integrityFailure: return integrityFailure
-        case .notFound: return notFound
-        case .alreadyExists, .vaultExists: return alreadyExists
-        case .notEmpty, .notADictionary, .isADictionary: return wrongKind
-        case .invalidName, .nameTooLong, .itemTooLarge, .invalidMove, .invalidArgument: return invalidInput
-        case .vaultInUse, .locked: return vaultBusy
-        case .vaultNotFound, .notAVault, .unknownFormatVersion: return unusableVault
-        case .diskFull, .storageFailure, .secureMemoryUnavailable: return storage
-        case .formatUpgradeFailed: return storage
-        }
-    }
-}
-
-/// A failure of the command itself rather than of the vault (mountpoints, daemons).
-struct CommandFailure: Error, CustomStringConvertible {
-    let message: String
-    let status: Int32
-    var description: String { message }
-
-    init(message: String, status: Int32) {
-        self.message = message
-        self.status = status
-    }
-
-    init(_ error: VaultError) {
-        self.init(message: error.description, status: ExitStatus.code(for: error))
-    }
-}
-
-extension ParsableCommand {
-    /// Runs a command body, turning vault errors into one line on stderr and their exit status.
-    func reportingErrors(_ body: () throws(VaultError) -> Void) throws {
-        do {
-            try body()
-        } catch {
-            Terminal.printError(error.description)
-            throw ExitCode(ExitStatus.code(for: error))
-        }
-    }
-
-    func reportingFailures(_ body: () throws(CommandFailure) -> Void) throws {
-        do {
-            try body()
-        } catch {
-            Terminal.printError(error.message)
-            throw ExitCode(error.status)
+        case .wrongPassphrase: .wrongPassphrase
+        case .integrityFailure: .integrityFailure
+        case .notFound: .notFound
+        case .alreadyExists, .vaultExists: .alreadyExists
+        case .notEmpty, .notADictionary, .isADictionary: .wrongKind
+        case .invalidName, .nameTooLong, .itemTooLarge, .invalidMove, .invalidArgument: .invalidInput
+        case .vaultInUse, .locked: .vaultBusy
+        case .vaultNotFound, .notAVault, .unknownFormatVersion: .unusableVault
+        case .diskFull, .storageFailure, .secureMemoryUnavailable, .formatUpgradeFailed: .storage
         }
     }
 }

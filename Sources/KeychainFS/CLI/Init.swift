@@ -1,8 +1,6 @@
 import ArgumentParser
 import VaultCore
 
-extension KDFPreset: ExpressibleByArgument {}
-
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create a new vault (file 0600, its directory 0700).")
 

@@ -43,39 +43,3 @@ struct Mount: ParsableCommand {
         try reportingFailures { () throws(CommandFailure) in try BackgroundLaunch.launch(request) }
     }
 }
-
-struct Unmount: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Unmount a vault; returns once its daemon has wiped everything and exited."
-    )
-
-    @Argument(help: "The mountpoint.")
-    var mountpoint: String
-
-    @Option(help: "Seconds to wait for the daemon to exit.")
-    var timeout: Int = 30
-
-    func run() throws {
-        try reportingFailures { () throws(CommandFailure) in
-            let path = Mountpoint.resolved(mountpoint)
-            let record = RuntimeState.read(mountpoint: path).flatMap { Subprocess.isDaemon($0.pid, serving: path, byRecord: true) ? $0 : nil }
-            guard MountTable.isKeychainFSMount(path) else {
-                throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: ExitStatus.mountFailure)
-            }
-            let outcome = Subprocess.run("fusermount3", ["-u", path])
-            guard outcome.status == 0 else {
-                let detail = outcome.errorOutput.split(separator: "\n").last.map(String.init) ?? "status \(outcome.status)"
-                throw CommandFailure(message: "cannot unmount \(mountpoint): \(detail)", status: ExitStatus.mountFailure)
-            }
-            guard let pid = record?.pid ?? Subprocess.daemon(serving: path) else { return }
-            var waited = 0
-            while Subprocess.isRunning(pid) {
-                guard waited < timeout * 100 else {
-                    throw CommandFailure(message: "unmounted, but daemon \(pid) has not exited after \(timeout) s", status: ExitStatus.failure)
-                }
-                usleep(10_000)
-                waited += 1
-            }
-        }
-    }
-}

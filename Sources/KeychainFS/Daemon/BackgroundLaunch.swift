@@ -39,7 +39,7 @@ enum BackgroundLaunch {
         guard rc == 0 else {
             close(ready.read)
             close(secret.write)
-            throw CommandFailure(message: "cannot start the keychainfs daemon: \(String(cString: strerror(rc)))", status: ExitStatus.failure)
+            throw CommandFailure(message: "cannot start the keychainfs daemon: \(String(cString: strerror(rc)))", status: .failure)
         }
         passphrase.withUnsafeBytes { _ = Terminal.writeAll(secret.write, $0) }
         close(secret.write)
@@ -52,17 +52,17 @@ enum BackgroundLaunch {
         }
         if report.hasPrefix("error ") {
             let rest = report.dropFirst(6)
-            let status = Int32(rest.prefix { $0 != " " }) ?? ExitStatus.failure
+            let status = ExitStatus(reported: rest.prefix { $0 != " " })
             throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()), status: status)
         }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: ExitStatus.mountFailure)
+        throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: .mountFailure)
     }
 
     private static func makePipe() throws(CommandFailure) -> (read: Int32, write: Int32) {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw CommandFailure(message: "cannot create a pipe", status: ExitStatus.failure) }
+        guard pipe(&fds) == 0 else { throw CommandFailure(message: "cannot create a pipe", status: .failure) }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         return (fds[0], fds[1])

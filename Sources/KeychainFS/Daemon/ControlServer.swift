@@ -2,48 +2,6 @@ import CLinux
 import Glibc
 import VaultCore
 
-/// What `keychainfs status` reports of a mount.
-struct MountStatus {
-    let mountpoint: String
-    let vault: String
-    let pid: pid_t
-    let locked: Bool
-    let items: Int?
-    let idleLockSeconds: Int?
-    let idleSeconds: Int64
-
-    var json: String {
-        let idle = idleLockSeconds.map { String($0) } ?? "null"
-        let locksIn = idleLockSeconds.map { String(max(0, Int64($0) - idleSeconds)) } ?? "null"
-        return "{\"mountpoint\":\(JSON.string(mountpoint)),\"vault\":\(JSON.string(vault)),\"pid\":\(pid),"
-            + "\"locked\":\(locked),\"items\":\(items.map(String.init) ?? "null"),\"idle_lock_seconds\":\(idle),"
-            + "\"idle_seconds\":\(idleSeconds),\"locks_in_seconds\":\(locked ? "null" : locksIn)}"
-    }
-}
-
-enum JSON {
-    static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
-}
-
 /// The control socket of a mount: `lock`, `unlock` (with a passphrase) and `status`, one
 /// request per connection, from the mounting user or root only (SO_PEERCRED).
 ///
@@ -73,7 +31,9 @@ final class ControlServer: Sendable {
             while true {
                 let connection = accept(listener, nil, nil)
                 if connection < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    let failure = errno
+                    if failure == EINTR || failure == ECONNABORTED { continue }
+                    DaemonLog.controlSocketStopped(errno: failure)
                     return
                 }
                 // One thread per request: a client that says nothing holds up no one else.
@@ -91,8 +51,9 @@ final class ControlServer: Sendable {
 
     private func serve(_ connection: Int32) {
         var peer: uid_t = 0
-        guard clinux_peer_uid(connection, &peer) == 0, peer == getuid() || peer == 0 else {
-            ControlSocket.send(connection, "error \(ExitStatus.failure) permission denied: not the mounting user")
+        let peerKnown = clinux_peer_uid(connection, &peer) == 0
+        guard peerKnown, peer == getuid() || peer == 0 else {
+            refuse(connection, .peerNotAllowed(uid: peerKnown ? peer : nil), .failure, "permission denied: not the mounting user")
             return
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -104,29 +65,40 @@ final class ControlServer: Sendable {
         let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
         switch words.first {
         case "status":
-            ControlSocket.send(connection, "ok " + status().json)
+            do throws(CommandFailure) {
+                ControlSocket.send(connection, "ok " + (try MountStatus.json(status())))
+            } catch {
+                ControlSocket.sendError(connection, error.status, error.message)
+            }
         case "lock":
             fileSystem.lock()
             ControlSocket.send(connection, "ok locked")
         case "unlock":
             guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
                   (1...SecretInput.maximumPassphraseBytes).contains(count) else {
-                ControlSocket.send(connection, "error \(ExitStatus.usage) malformed unlock request")
+                refuse(connection, .malformedUnlock, .usage, "malformed unlock request")
                 return
             }
             do throws(VaultError) {
                 guard try unlock(with: connection, passphraseBytes: count) else {
-                    ControlSocket.send(connection, "error \(ExitStatus.usage) short passphrase")
+                    refuse(connection, .shortPassphrase, .usage, "short passphrase")
                     return
                 }
                 // Only now, with the passphrase wiped, may the client learn it worked.
                 ControlSocket.send(connection, "ok unlocked")
             } catch {
-                ControlSocket.send(connection, "error \(ExitStatus.code(for: error)) \(error.description)")
+                ControlSocket.sendError(connection, ExitStatus.code(for: error), error.description)
             }
         default:
-            ControlSocket.send(connection, "error \(ExitStatus.usage) unknown request")
+            refuse(connection, .unknownRequest, .usage, "unknown request")
         }
+    }
+
+    /// The client hears why; the log hears it too, since a refused client may be no one the
+    /// mounting user knows of.
+    private func refuse(_ connection: Int32, _ refusal: DaemonLog.Refusal, _ status: ExitStatus, _ reply: String) {
+        DaemonLog.refusedControlRequest(refusal)
+        ControlSocket.sendError(connection, status, reply)
     }
 
     /// Reads the passphrase and unlocks; the passphrase's buffer is wiped when this returns.
@@ -141,112 +113,5 @@ final class ControlServer: Sendable {
         MountStatus(mountpoint: mountpoint, vault: vaultPath, pid: getpid(), locked: fileSystem.isLocked,
                     items: try? fileSystem.vault.itemCount(), idleLockSeconds: idleLockSeconds,
                     idleSeconds: fileSystem.secondsSinceActivity)
-    }
-}
-
-/// Unix-socket plumbing shared by the server and the `lock`/`unlock`/`status` commands.
-enum ControlSocket {
-    private static func address(_ path: String) throws(CommandFailure) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw CommandFailure(message: "control socket path too long: \(path)", status: ExitStatus.failure)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        return address
-    }
-
-    static func listen(at path: String) throws(CommandFailure) -> Int32 {
-        var address = try address(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create the control socket", status: ExitStatus.failure) }
-        let previous = umask(0o177)  // the socket file is 0600 from the start
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        umask(previous)
-        guard bound == 0, Glibc.listen(fd, 8) == 0 else {
-            close(fd)
-            throw CommandFailure(message: "cannot listen on \(path): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
-        }
-        return fd
-    }
-
-    static func connect(to path: String) throws(CommandFailure) -> Int32 {
-        var address = try address(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: ExitStatus.failure) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(String(cString: strerror(errno))))",
-                                 status: ExitStatus.mountFailure)
-        }
-        return fd
-    }
-
-    /// Never raises SIGPIPE: a client that went away must not take the daemon with it.
-    static func send(_ fd: Int32, _ line: String) {
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
-    }
-
-    /// A request line: at most 32 bytes (the longest valid one is `unlock 4096`), within the
-    /// socket's receive timeout for each byte and 5 s in all.
-    static func readRequestLine(_ fd: Int32) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        let deadline = FileSystem.monotonicSeconds() + 5
-        while bytes.count < 32 && FileSystem.monotonicSeconds() <= deadline {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0A { break }
-            bytes.append(byte)
-        }
-        byte = 0
-        return bytes
-    }
-
-    static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while bytes.count < limit {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0A { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Sends a request (and, for unlock, the passphrase bytes) and returns the `ok` payload.
-    static func request(_ mountpoint: String, _ line: String,
-                        then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
-        let fd = try connect(to: RuntimeState.socketPath(for: mountpoint))
-        defer { close(fd) }
-        // An unlock derives a key (seconds with the sensitive preset); nothing takes longer.
-        var timeout = timeval(tv_sec: 120, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        send(fd, line)
-        writeMore(fd)
-        let reply = readLine(fd)
-        if reply.hasPrefix("ok") { return String(reply.dropFirst(3)) }
-        if reply.hasPrefix("error ") {
-            let rest = reply.dropFirst(6)
-            throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),
-                                 status: Int32(rest.prefix { $0 != " " }) ?? ExitStatus.failure)
-        }
-        throw CommandFailure(message: "the daemon gave no answer", status: ExitStatus.failure)
     }
 }

@@ -1,29 +1,6 @@
 import Glibc
 import VaultCore
 
-/// What a mount needs, gathered by the command line.
-struct MountRequest {
-    let vault: VaultOptions
-    let mountpoint: String
-    let kdf: KDFPreset
-    /// Lock after this many seconds without a request; nil for never.
-    let idleLockSeconds: Int?
-}
-
-extension MountRequest {
-    /// Whether mounting creates the vault (none there yet); any other unusable vault is an error.
-    static func createsVault(at path: String) throws(CommandFailure) -> Bool {
-        do throws(VaultError) {
-            try Vault.checkOpenable(at: path)
-            return false
-        } catch .vaultNotFound {
-            return true
-        } catch {
-            throw CommandFailure(error)
-        }
-    }
-}
-
 /// The serving process: opens (or creates) the vault, claims it, mounts, serves, and on the way
 /// out wipes every buffer and key, whatever ended the loop.
 enum MountDaemon {
@@ -40,7 +17,7 @@ enum MountDaemon {
 
         func fail(_ failure: CommandFailure) {
             guard let fd else { return Terminal.printError(failure.message) }
-            Terminal.writeAll(fd, "error \(failure.status) " + failure.message.replacingOccurrences(of: "\n", with: " ") + "\n")
+            Terminal.writeAll(fd, "error \(failure.status.rawValue) " + failure.message.replacingOccurrences(of: "\n", with: " ") + "\n")
             close(fd)
         }
     }
@@ -61,10 +38,10 @@ enum MountDaemon {
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
             pauseForTestsIfAsked()
-            exit(0)
+            exit(ExitStatus.success.rawValue)
         } catch {
             channel.fail(error)
-            exit(error.status)
+            exit(error.status.rawValue)
         }
     }
 
@@ -90,6 +67,7 @@ enum MountDaemon {
 
     private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
+        DaemonLog.open(mountpoint: mountpoint, foreground: channel.fd == nil)
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
         // Every path is absolute now; do not keep the launch directory's filesystem busy.
         _ = chdir("/")
@@ -98,15 +76,26 @@ enum MountDaemon {
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
         let fileSystem = FileSystem(vault: vault) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
+            DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
+        }
+        // Nothing is mounted here (checked), so a record of this mountpoint is one its daemon
+        // left when it died; the control server takes over its socket's path.
+        if let stale = RuntimeState.read(mountpoint: mountpoint), !ProcessTable.isRunning(stale.pid) {
+            DaemonLog.staleRecordReplaced(deadPID: stale.pid)
         }
         let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: vaultPath,
                                         idleLockSeconds: request.idleLockSeconds)
+        var served = false
         defer {
             // Wipe first: the control socket disappearing last tells watchers it is done.
-            fileSystem.forgetEverything()
+            // An unmount is a last close for every open file; no caller is left to hear of a
+            // store that fails then, so the log does.
+            for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
             RuntimeState.remove(mountpoint: mountpoint)
             control.stop()
+            // A mount that never came up is reported to the caller instead.
+            if served { DaemonLog.stopped() }
             withExtendedLifetime(claim) {}
         }
         control.start()
@@ -114,8 +103,9 @@ enum MountDaemon {
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint)
+            served = true
         } catch {
-            throw CommandFailure(message: error.message, status: ExitStatus.mountFailure)
+            throw CommandFailure(message: error.message, status: .mountFailure)
         }
     }
 
@@ -138,7 +128,7 @@ enum MountDaemon {
             if claim == nil { claim = try ExclusiveUse(of: path) }
             return (vault, claim!)
         } catch .vaultInUse(let path) {
-            throw CommandFailure(message: "\(path): this vault is already mounted", status: ExitStatus.vaultBusy)
+            throw CommandFailure(message: "\(path): this vault is already mounted", status: .vaultBusy)
         } catch {
             throw CommandFailure(error)
         }

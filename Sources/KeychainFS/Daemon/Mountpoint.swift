@@ -40,20 +40,22 @@ enum Mountpoint {
         var info = stat()
         if stat(canonicalPath, &info) != 0 && errno == ENOTCONN {
             // A daemon that died (killed) leaves a dead mount behind; clear it and go on.
-            _ = Subprocess.run("fusermount3", ["-u", "-z", canonicalPath])
+            if Subprocess.run("fusermount3", ["-u", "-z", canonicalPath]).status == 0 {
+                DaemonLog.deadMountCleared(at: canonicalPath)
+            }
         }
         guard stat(canonicalPath, &info) == 0 else {
             let reason = errno == ENOENT ? "does not exist" : String(cString: strerror(errno))
-            throw CommandFailure(message: "mountpoint \(path): \(reason)", status: ExitStatus.mountFailure)
+            throw CommandFailure(message: "mountpoint \(path): \(reason)", status: .mountFailure)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw CommandFailure(message: "mountpoint \(path) is not a directory", status: ExitStatus.mountFailure)
+            throw CommandFailure(message: "mountpoint \(path) is not a directory", status: .mountFailure)
         }
         guard !MountTable.isMountpoint(canonicalPath) else {
-            throw CommandFailure(message: "\(path) is already a mountpoint", status: ExitStatus.mountFailure)
+            throw CommandFailure(message: "\(path) is already a mountpoint", status: .mountFailure)
         }
         guard let dir = opendir(canonicalPath) else {
-            throw CommandFailure(message: "mountpoint \(path): \(String(cString: strerror(errno)))", status: ExitStatus.mountFailure)
+            throw CommandFailure(message: "mountpoint \(path): \(String(cString: strerror(errno)))", status: .mountFailure)
         }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
@@ -61,7 +63,7 @@ enum Mountpoint {
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
             if name != "." && name != ".." {
-                throw CommandFailure(message: "mountpoint \(path) is not empty", status: ExitStatus.mountFailure)
+                throw CommandFailure(message: "mountpoint \(path) is not empty", status: .mountFailure)
             }
         }
         return canonicalPath

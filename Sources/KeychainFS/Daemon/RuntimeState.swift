@@ -35,11 +35,11 @@ enum RuntimeState {
 
     static func ensureDirectory() throws(CommandFailure) {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: ExitStatus.failure)
+            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: .failure)
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
-            throw CommandFailure(message: "\(directory) is not a directory of ours", status: ExitStatus.failure)
+            throw CommandFailure(message: "\(directory) is not a directory of ours", status: .failure)
         }
         if info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
     }
@@ -81,52 +81,5 @@ enum RuntimeState {
 
     static func remove(mountpoint: String) {
         unlink(recordPath(for: mountpoint))
-    }
-}
-
-/// Mount table queries (/proc/self/mountinfo), with its octal escapes undone.
-enum MountTable {
-    struct Entry {
-        let mountpoint: String
-        let fsType: String
-    }
-
-    static func entries() -> [Entry] {
-        guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
-        defer { fclose(file) }
-        var result: [Entry] = []
-        var line: UnsafeMutablePointer<CChar>? = nil
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0 {
-            let fields = String(cString: line!).split(separator: " ")
-            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 1, fields.count > 4 else { continue }
-            result.append(Entry(mountpoint: unescape(String(fields[4])), fsType: String(fields[dash + 1])))
-        }
-        return result
-    }
-
-    static func isKeychainFSMount(_ path: String) -> Bool {
-        entries().contains { $0.mountpoint == path && $0.fsType == "fuse.keychainfs" }
-    }
-
-    static func isMountpoint(_ path: String) -> Bool {
-        entries().contains { $0.mountpoint == path }
-    }
-
-    private static func unescape(_ text: String) -> String {
-        var out: [UInt8] = []
-        let bytes = Array(text.utf8)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == 0x5C, i + 3 < bytes.count, let value = UInt8(String(decoding: bytes[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
-                out.append(value)
-                i += 4
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

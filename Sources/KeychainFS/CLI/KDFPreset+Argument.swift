@@ -1,0 +1,5 @@
+import ArgumentParser
+import VaultCore
+
+/// `--kdf` of init, mount and passwd.
+extension KDFPreset: ExpressibleByArgument {}

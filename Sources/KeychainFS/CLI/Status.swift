@@ -1,0 +1,45 @@
+import ArgumentParser
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a mount's state (or every mount of yours): vault, locked or not, items, idle lock, daemon."
+    )
+
+    @Flag(help: "Print JSON (an object for one mountpoint, an array for all).") var json = false
+    @Argument(help: "The mountpoint (default: every mount of this user).") var mountpoint: String?
+
+    func run() throws {
+        try reportingFailures { () throws(CommandFailure) in
+            if let mountpoint {
+                let status = try Status.ask(Mountpoint.resolved(mountpoint))
+                Terminal.writeAll(1, (json ? try MountStatus.json(status) : Status.describe(status)) + "\n")
+                return
+            }
+            // A record whose daemon is gone (killed) answers nothing: it is not a mount.
+            let statuses = RuntimeState.allRecords().compactMap { try? Status.ask($0.mountpoint) }
+            if json {
+                Terminal.writeAll(1, try MountStatus.json(statuses) + "\n")
+            } else {
+                Terminal.writeAll(1, statuses.isEmpty ? "no keychainfs mounts\n" : statuses.map(Status.describe).joined(separator: "\n") + "\n")
+            }
+        }
+    }
+
+    private static func ask(_ mountpoint: String) throws(CommandFailure) -> MountStatus {
+        try MountStatus(reply: ControlSocket.request(mountpoint, "status"))
+    }
+
+    static func describe(_ status: MountStatus) -> String {
+        let idle = status.idleLockSeconds.map { seconds in
+            "after \(seconds) s without access" + (status.locksInSeconds.map { " (locks in \($0) s)" } ?? "")
+        } ?? "off"
+        return """
+            \(status.mountpoint)
+              vault:     \(status.vault)
+              state:     \(status.locked ? "locked" : "unlocked")
+              items:     \(status.items.map(String.init) ?? "unknown")
+              idle lock: \(idle)
+              daemon:    pid \(status.pid)
+            """
+    }
+}

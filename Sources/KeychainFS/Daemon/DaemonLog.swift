@@ -1,0 +1,135 @@
+import Glibc
+import Synchronization
+import VaultCore
+
+/// What the daemon cannot tell a caller goes to syslog (ident "keychainfs", facility daemon),
+/// and with `-f` to standard error as well. Every text lives here. Each line names its
+/// mountpoint and nothing inside the vault: no item or dictionary name, no secret, no
+/// passphrase, because a system log is read by more people, and kept longer, than the vault.
+enum DaemonLog {
+    /// Why a control request was refused. Never what it said: a passphrase typed in the wrong
+    /// place would end up in the log.
+    enum Refusal: Equatable {
+        case peerNotAllowed(uid: uid_t?)
+        case unknownRequest
+        case malformedUnlock
+        case shortPassphrase
+    }
+
+    enum Event {
+        case started(vault: String, idleLockSeconds: Int?)
+        case stopped
+        case lockedWhenIdle(seconds: Int)
+        case lockedBySIGUSR1
+        case refused(Refusal)
+        case deadMountCleared
+        case staleRecordReplaced(deadPID: pid_t)
+        case storeFailedAtUnmount(VaultError)
+        case helperThreadFailed(errno: Int32)
+        case controlSocketStopped(errno: Int32)
+
+        var priority: Int32 {
+            switch self {
+            case .started, .stopped: LOG_INFO
+            case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
+            case .refused: LOG_WARNING
+            case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped: LOG_ERR
+            }
+        }
+
+        var message: String {
+            switch self {
+            case .started(let vault, let idle):
+                "mounted vault \(DaemonLog.printable(vault)); " + (idle.map { "idle lock after \($0) s" } ?? "no idle lock")
+            case .stopped:
+                "unmounted; keys and plaintext wiped, daemon exiting"
+            case .lockedWhenIdle(let seconds):
+                "locked after \(seconds) s without access"
+            case .lockedBySIGUSR1:
+                "locked on SIGUSR1"
+            case .refused(.peerNotAllowed(let uid)):
+                "refused a control request from " + (uid.map { "uid \($0)" } ?? "a peer whose uid cannot be read")
+                    + ": only the mounting user and root may use the mount's socket"
+            case .refused(.unknownRequest):
+                "refused a control request: unknown request"
+            case .refused(.malformedUnlock):
+                "refused a control request: malformed unlock request"
+            case .refused(.shortPassphrase):
+                "refused a control request: the unlock request ended before its passphrase"
+            case .deadMountCleared:
+                "cleared a dead mount left by a daemon that died"
+            case .staleRecordReplaced(let pid):
+                "replaced the runtime record and control socket left by daemon \(pid), which died"
+            case .storeFailedAtUnmount(let error):
+                // The errno only: the error's description names the item.
+                "a write still open at unmount could not be stored and is lost: \(DaemonLog.errnoName(error.errno))"
+            case .helperThreadFailed(let code):
+                "cannot start a helper thread (\(DaemonLog.errnoName(code))): the control socket or a lock trigger is not running"
+            case .controlSocketStopped(let code):
+                "the control socket stopped accepting (\(DaemonLog.errnoName(code))): lock, unlock and status no longer reach this mount"
+            }
+        }
+    }
+
+    private struct State {
+        var opened = false
+        var mountpoint: String?
+    }
+
+    private static let state = Mutex(State())
+    /// openlog keeps this pointer for the life of the process.
+    nonisolated(unsafe) private static let ident = strdup("keychainfs")
+
+    /// From now on every line names `mountpoint`; with `foreground` it goes to stderr too.
+    static func open(mountpoint: String, foreground: Bool) {
+        state.withLock { state in
+            openlog(ident, LOG_PID | (foreground ? LOG_PERROR : 0), LOG_DAEMON)
+            state.opened = true
+            state.mountpoint = mountpoint
+        }
+    }
+
+    static func started(vault: String, idleLockSeconds: Int?) { record(.started(vault: vault, idleLockSeconds: idleLockSeconds)) }
+    static func stopped() { record(.stopped) }
+    static func lockedWhenIdle(seconds: Int) { record(.lockedWhenIdle(seconds: seconds)) }
+    static func lockedBySIGUSR1() { record(.lockedBySIGUSR1) }
+    static func refusedControlRequest(_ refusal: Refusal) { record(.refused(refusal)) }
+    static func staleRecordReplaced(deadPID: pid_t) { record(.staleRecordReplaced(deadPID: deadPID)) }
+    /// For each pending write whose store fails as the mount goes away.
+    static func storeFailedAtUnmount(_ error: VaultError) { record(.storeFailedAtUnmount(error)) }
+    static func helperThreadFailed(errno code: Int32) { record(.helperThreadFailed(errno: code)) }
+    static func controlSocketStopped(errno code: Int32) { record(.controlSocketStopped(errno: code)) }
+
+    /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
+    /// open and also in the command that launches a daemon, so it names its mountpoint itself.
+    static func deadMountCleared(at mountpoint: String) { record(.deadMountCleared, mountpoint: mountpoint) }
+
+    /// The line as it is logged, after `keychainfs[PID]: `.
+    static func line(_ event: Event, mountpoint: String) -> String {
+        printable(mountpoint) + ": " + event.message
+    }
+
+    private static func record(_ event: Event, mountpoint explicit: String? = nil) {
+        let mountpoint = state.withLock { state in
+            // Outside a daemon (or before it opened its log) the line goes to the terminal
+            // too: that is where whoever is mounting is looking.
+            if !state.opened {
+                openlog(ident, LOG_PID | LOG_PERROR, LOG_DAEMON)
+                state.opened = true
+            }
+            return explicit ?? state.mountpoint ?? "(no mountpoint yet)"
+        }
+        line(event, mountpoint: mountpoint).withCString { text in
+            withVaList([text]) { vsyslog(event.priority, "%s", $0) }
+        }
+    }
+
+    /// Control characters in a path would forge or break log lines.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+    }
+
+    static func errnoName(_ code: Int32) -> String {
+        String(cString: strerror(code)) + " (errno \(code))"
+    }
+}

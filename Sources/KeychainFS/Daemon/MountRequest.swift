@@ -1,0 +1,24 @@
+import VaultCore
+
+/// What a mount needs, gathered by the command line.
+struct MountRequest {
+    let vault: VaultOptions
+    let mountpoint: String
+    let kdf: KDFPreset
+    /// Lock after this many seconds without a request; nil for never.
+    let idleLockSeconds: Int?
+}
+
+extension MountRequest {
+    /// Whether mounting creates the vault (none there yet); any other unusable vault is an error.
+    static func createsVault(at path: String) throws(CommandFailure) -> Bool {
+        do throws(VaultError) {
+            try Vault.checkOpenable(at: path)
+            return false
+        } catch .vaultNotFound {
+            return true
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+}
