@@ -76,4 +76,32 @@ final class SmallFilesystem {
         #expect(writeFile(mountpoint + "/kept", [UInt8](repeating: 0x78, count: 400_000)) == 0)
         #expect(readFile(mountpoint + "/kept") == [UInt8](repeating: 0x78, count: 400_000))
     }
+
+    /// An unmount is a last close for every open file; a store that fails then has no caller
+    /// left to hear of it, so the daemon's log says so (the errno, no name), and the vault keeps
+    /// the content stored before.
+    @Test func aStoreThatFailsAtUnmountIsLogged() throws {
+        let small = try SmallFilesystem(size: "700k")
+        let f = try CLIFixture(create: false)
+        let vault = small.mountpoint + "/test.vault"
+        let mountpoint = f.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).exitStatus == .success)
+        let logFile = f.directory + "/daemon.stderr"
+        let daemon = try ForegroundDaemon(f, mountpoint: mountpoint, vault: vault, standardError: logFile)
+        let name = "UNSTORED-" + UUID().uuidString
+        #expect(writeFile(mountpoint + "/" + name, Array("the old value".utf8)) == 0)
+        let writer = try HeldDescriptor(mountpoint + "/" + name, "O_WRONLY")
+        #expect(writer.write([UInt8](repeating: 0x78, count: 400_000)) == 0)
+        _ = try run("/bin/dd", ["if=/dev/zero", "of=\(small.mountpoint)/filler", "bs=4k"])
+        kill(daemon.process.processIdentifier, SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+        let log = procText(logFile)
+        #expect(log.contains("\(mountpoint): a write still open at unmount could not be stored and is lost: No space left on device (errno 28)"), "\(log)")
+        #expect(!log.contains(name))
+        _ = writer.send("close")
+        try FileManager.default.removeItem(atPath: small.mountpoint + "/filler")
+        let stored = try run(keychainfsBinary, ["get", "--vault", vault, "--passphrase-file", f.passphraseFile, name])
+        #expect(stored.stdoutText == "the old value")
+    }
 }

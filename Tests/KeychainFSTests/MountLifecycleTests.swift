@@ -10,10 +10,10 @@ final class ForegroundDaemon {
     let mountpoint: String
 
     /// `standardError`: a file to collect what the daemon says there (nothing kept by default).
-    init(_ fixture: CLIFixture, mountpoint: String, extra: [String] = [], standardError: String? = nil) throws {
+    init(_ fixture: CLIFixture, mountpoint: String, vault: String? = nil, extra: [String] = [], standardError: String? = nil) throws {
         self.mountpoint = mountpoint
         process.executableURL = URL(fileURLWithPath: keychainfsBinary)
-        process.arguments = ["mount", "-f", "--vault", fixture.vault, "--passphrase-file", fixture.passphraseFile] + extra + [mountpoint]
+        process.arguments = ["mount", "-f", "--vault", vault ?? fixture.vault, "--passphrase-file", fixture.passphraseFile] + extra + [mountpoint]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let errorFile = try standardError.map { path in
