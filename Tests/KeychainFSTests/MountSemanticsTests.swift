@@ -157,6 +157,40 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(try storedContent(m, "g") == "abc")
     }
 
+    /// fsync makes the file's whole content durable, whichever descriptor wrote it; a close
+    /// stores only for a descriptor that wrote.
+    @Test func fsyncOfAnyDescriptorStoresTheSharedContent() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("old".utf8)) == 0)
+        let writer = try HeldDescriptor(m.path("f"), "O_WRONLY")
+        let reader = try HeldDescriptor(m.path("f"), "O_RDONLY")
+        #expect(writer.send("pwrite 0 new") == 0)
+        #expect(reader.send("close") == 0)
+        #expect(try storedContent(m, "f") == "old")
+        let syncer = try HeldDescriptor(m.path("f"), "O_RDONLY")
+        #expect(syncer.send("fsync") == 0)
+        #expect(try storedContent(m, "f") == "new")
+        #expect(writer.send("pwrite 3 er") == 0)
+        #expect(writer.send("close") == 0)
+        #expect(try storedContent(m, "f") == "newer")
+        #expect(syncer.send("close") == 0)
+    }
+
+    /// An item changed while the vault was locked: descriptors opened before answer EIO (they
+    /// never read two versions), a new open reads what is stored now.
+    @Test func afterAChangeWhileLockedNewOpensReadTheNewContent() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), Array("old".utf8)) == 0)
+        let before = try HeldDescriptor(m.path("f"), "O_RDONLY")
+        #expect(before.send("read") == 0)
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0)
+        #expect(try m.cli.cli(["set", "f", "changed"]).status == 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        #expect(readFile(m.path("f")) == Array("changed".utf8))
+        #expect(before.send("read") == EIO)
+        #expect(before.send("close") == 0)
+    }
+
     @Test func twoProcessesAppendingAtOnceBothKeepTheirLines() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("log"), Array("base\n".utf8)) == 0)

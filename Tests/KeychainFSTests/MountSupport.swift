@@ -151,6 +151,10 @@ final class HeldDescriptor {
                         data = data[os.write(fd, data):]
                 elif words[0] == 'ftruncate':
                     os.ftruncate(fd, int(words[1]))
+                elif words[0] == 'read':
+                    os.pread(fd, 4096, 0)
+                elif words[0] == 'fsync':
+                    os.fsync(fd)
                 elif words[0] == 'list':
                     os.listdir(fd)
                 elif words[0] == 'close':

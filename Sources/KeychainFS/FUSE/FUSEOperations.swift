@@ -29,7 +29,7 @@ enum FUSEOperations {
         ops.read = { req, _, size, offset, fi in FUSEOperations.read(req, size, offset, fi) }
         ops.write = { req, _, buf, size, offset, fi in FUSEOperations.write(req, buf, size, offset, fi) }
         ops.flush = { req, _, fi in FUSEOperations.flush(req, fi) }
-        ops.fsync = { req, _, _, fi in FUSEOperations.flush(req, fi) }
+        ops.fsync = { req, _, _, fi in FUSEOperations.fsync(req, fi) }
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
         ops.fallocate = { req, _, mode, offset, length, fi in FUSEOperations.fallocate(req, mode, offset, length, fi) }
         ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
@@ -237,6 +237,13 @@ enum FUSEOperations {
     static func flush(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
             try fs.flush(fi!.pointee.fh, caller)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func fsync(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.sync(fi!.pointee.fh, caller)
             fuse_reply_err(req, 0)
         }
     }

@@ -26,7 +26,15 @@ extension FileSystem {
     private func openItem(_ id: NodeID, _ state: inout State) throws(VaultError) -> OpenItem {
         guard !state.lock.locked else { throw .locked }
         if let item = state.openItems.item(id) {
-            try recall(item)
+            do throws(VaultError) {
+                try recall(item)
+            } catch .integrityFailure {
+                // Changed while the vault was locked: the descriptors on it answer EIO, this
+                // open gets the item as it is now.
+                state.openItems.retire(item)
+                let snapshot = try vault.item(id)
+                return OpenItem(node: snapshot.node, content: snapshot.takeContent())
+            }
             if !item.dirty && !item.unlinked {
                 let stored = try vault.node(id)
                 if stored.attributes.contentVersion != item.node.attributes.contentVersion {
@@ -125,6 +133,16 @@ extension FileSystem {
             guard let file = state.openItems.file(handle) else { return }
             if let refusal = file.refusal { throw refusal }
             guard file.wrote else { return }
+            try store(file.item, state)
+        }
+    }
+
+    /// fsync: the file's whole current content is made durable, whichever descriptor wrote it,
+    /// as fsync on any descriptor of a file does.
+    func sync(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard let file = state.openItems.file(handle) else { return }
+            if let refusal = file.refusal { throw refusal }
             try store(file.item, state)
         }
     }
