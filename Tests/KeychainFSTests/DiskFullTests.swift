@@ -52,13 +52,20 @@ final class SmallFilesystem {
 }
 
 @Suite struct MountDiskFullTests {
-    @Test func aFullDiskFailsTheCloseKeepsOldContentAndTheMountServesOn() throws {
+    /// A new vault alone on a 700 KiB tmpfs, and an empty mountpoint for it.
+    private func vaultOnASmallFilesystem() throws -> (SmallFilesystem, CLIFixture, vault: String, mountpoint: String) {
         let small = try SmallFilesystem(size: "700k")
         let f = try CLIFixture(create: false)
         let vault = small.mountpoint + "/test.vault"
         let mountpoint = f.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).exitStatus == .success)
+        let created = try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"])
+        guard created.exitStatus == .success else { throw FixtureError("init failed: \(created.stderr)") }
+        return (small, f, vault, mountpoint)
+    }
+
+    @Test func aFullDiskFailsTheCloseKeepsOldContentAndTheMountServesOn() throws {
+        let (small, f, vault, mountpoint) = try vaultOnASmallFilesystem()
         #expect(try run(keychainfsBinary, ["mount", "--vault", vault, "--passphrase-file", f.passphraseFile, mountpoint]).exitStatus == .success)
         defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
         #expect(writeFile(mountpoint + "/kept", Array("the old value".utf8)) == 0)
@@ -81,12 +88,7 @@ final class SmallFilesystem {
     /// left to hear of it, so the daemon's log says so (the errno, no name), and the vault keeps
     /// the content stored before.
     @Test func aStoreThatFailsAtUnmountIsLogged() throws {
-        let small = try SmallFilesystem(size: "700k")
-        let f = try CLIFixture(create: false)
-        let vault = small.mountpoint + "/test.vault"
-        let mountpoint = f.directory + "/mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        #expect(try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", f.passphraseFile, "--kdf", "interactive"]).exitStatus == .success)
+        let (small, f, vault, mountpoint) = try vaultOnASmallFilesystem()
         let logFile = f.directory + "/daemon.stderr"
         let daemon = try ForegroundDaemon(f, mountpoint: mountpoint, vault: vault, standardError: logFile)
         let name = "UNSTORED-" + UUID().uuidString
