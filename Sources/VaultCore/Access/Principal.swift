@@ -1,0 +1,62 @@
+import Glibc
+
+/// Whom a rule admits: the processes running one executable file, or those of one systemd
+/// unit or scope.
+public enum Principal: Hashable, Sendable, CustomStringConvertible {
+    /// Processes whose executable, as the kernel records it (`/proc/PID/exe`), is the file at
+    /// `path` now. `device` and `inode` are that file as it was when the rule was made: they
+    /// let a listing say that the file was replaced since (a package upgrade, or someone who
+    /// may write there), but matching never uses them. It stats `path` afresh at each decision,
+    /// so a byte-identical copy elsewhere never matches, a process still running a binary that
+    /// was replaced or deleted stops matching, and a rule keeps working across upgrades of the
+    /// binary. Whoever may replace the file at `path` may therefore take the rule's access.
+    case executable(path: String, device: UInt64, inode: UInt64)
+    /// Processes whose innermost unit or scope (`ProcessIdentity.unit`) is this name.
+    case unit(String)
+
+    /// A principal for the executable at `path` as it is now.
+    public static func executable(at path: String) throws(AccessRuleError) -> Principal {
+        guard path.hasPrefix("/") else { throw .executableNotAbsolute(path) }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .executableNotFound(path: path, errno: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .executableNotAFile(path) }
+        return .executable(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    public static func unit(named name: String) throws(AccessRuleError) -> Principal {
+        guard !name.contains("/"), ProcessIdentity.unit(inCgroup: name) == name else { throw .invalidUnit(name) }
+        return .unit(name)
+    }
+
+    /// Whether `identity` is one of the processes this principal names; a process that is gone
+    /// matches nothing.
+    public func matches(_ identity: ProcessIdentity) -> Bool {
+        var files = FileIdentityCache()
+        return matches(identity, files: &files)
+    }
+
+    func matches(_ identity: ProcessIdentity, files: inout FileIdentityCache) -> Bool {
+        switch self {
+        case .executable(let path, _, _):
+            guard let running = identity.executable, let now = files.identity(of: path) else { return false }
+            return running.file == now
+        case .unit(let name):
+            return identity.unit == name
+        }
+    }
+
+    /// Whether the file at an executable principal's path is no longer the one the rule was
+    /// made for (replaced or gone); false for a unit.
+    public var fileChanged: Bool {
+        guard case .executable(let path, let device, let inode) = self else { return false }
+        return FileIdentity.of(path: path) != FileIdentity(device: device, inode: inode)
+    }
+
+    /// As the command line gives it.
+    public var description: String {
+        switch self {
+        case .executable(let path, _, _): "--exe \(path)"
+        case .unit(let name): "--unit \(name)"
+        }
+    }
+}

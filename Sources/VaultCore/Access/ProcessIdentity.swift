@@ -1,0 +1,148 @@
+import Glibc
+import Synchronization
+
+/// The process behind a request, as the kernel records it: its executable, its systemd unit
+/// and when it started. Each costs a /proc read, so each is read only when first asked for,
+/// and at most once.
+///
+/// The first field asked for opens `/proc/PID`, and every later one is read through that
+/// directory: if the process exits and its pid is given to another process meanwhile, those
+/// reads fail (nil) rather than describe the newcomer. Between the request and that first
+/// read the pid can still be recycled; nothing short of a pidfd handed over with the request
+/// closes that window, and the kernel gives FUSE a bare pid.
+///
+/// Never `comm` or `argv`: a process sets those for itself.
+public final class ProcessIdentity: Sendable {
+    /// The executable: the file `/proc/PID/exe` leads to (what the process runs even when that
+    /// file was since deleted or replaced), and the text of that link, for messages only.
+    public struct Executable: Hashable, Sendable {
+        public let file: FileIdentity
+        /// Ends in " (deleted)" when the file is gone; never used for matching.
+        public let path: String
+    }
+
+    /// The pid as given; FUSE gives a thread's id, which /proc answers for as well.
+    public let pid: pid_t
+    private let state = Mutex(State())
+
+    private enum Field<Value: Sendable>: Sendable {
+        case unread
+        case read(Value?)
+    }
+
+    private struct State: Sendable {
+        var directory: Field<Int32> = .unread
+        var executable: Field<Executable> = .unread
+        var cgroup: Field<String> = .unread
+        var processID: Field<pid_t> = .unread
+        var startTime: Field<UInt64> = .unread
+    }
+
+    public init(pid: pid_t) {
+        self.pid = pid
+    }
+
+    deinit {
+        state.withLock { state in
+            if case .read(let fd?) = state.directory { close(fd) }
+        }
+    }
+
+    /// nil when the process is gone or its executable cannot be reached.
+    public var executable: Executable? {
+        resolve(\.executable) { directory in
+            var info = stat()
+            guard fstatat(directory, "exe", &info, 0) == 0 else { return nil }
+            var link = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlinkat(directory, "exe", &link, link.count - 1)
+            let path = count > 0 ? String(decoding: link[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+            return Executable(file: FileIdentity(info), path: path)
+        }
+    }
+
+    /// The cgroup v2 path (the `0::PATH` line), such as `/system.slice/nginx.service`; nil when
+    /// the process is gone or is in no cgroup v2 hierarchy.
+    public var cgroup: String? {
+        resolve(\.cgroup) { directory in
+            guard let bytes = ProcFile.contents("cgroup", in: directory) else { return nil }
+            for line in bytes.split(separator: 0x0A) where line.starts(with: [0x30, 0x3A, 0x3A]) {
+                return String(decoding: line.dropFirst(3), as: UTF8.self)
+            }
+            return nil
+        }
+    }
+
+    /// The systemd unit or scope the process runs in: the innermost component of its cgroup
+    /// that ends in `.service` or `.scope` (see `unit(inCgroup:)`).
+    public var unit: String? {
+        cgroup.flatMap(ProcessIdentity.unit(inCgroup:))
+    }
+
+    /// The process (thread group) the pid belongs to: the pid itself unless it names one of a
+    /// process's other threads.
+    public var processID: pid_t? {
+        resolve(\.processID) { directory in
+            guard let bytes = ProcFile.contents("status", in: directory) else { return nil }
+            for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Tgid:".utf8)) {
+                return pid_t(String(decoding: line.dropFirst(5).filter { $0 != 0x20 && $0 != 0x09 }, as: UTF8.self))
+            }
+            return nil
+        }
+    }
+
+    /// When the process (its thread group, not the thread) started, in clock ticks since boot:
+    /// field 22 of /proc/PID/stat. A pid and its start time name one process for good, where
+    /// a pid alone is given again once its process ends.
+    public var startTime: UInt64? {
+        guard let processID else { return nil }
+        return resolve(\.startTime) { directory in
+            let bytes: [UInt8]?
+            if processID == pid {
+                bytes = ProcFile.contents("stat", in: directory)
+            } else {
+                bytes = ProcFile.contents("/proc/\(processID)/stat", in: AT_FDCWD)
+            }
+            return bytes.flatMap(ProcessIdentity.startTime(inStat:))
+        }
+    }
+
+    /// The unit of a cgroup v2 path. Only the innermost `.service` or `.scope` counts: a process
+    /// in `/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service` is in
+    /// `foo.service`, not in `user@1000.service`, whose rule would otherwise admit every
+    /// program of the user's session. A process directly under `user@1000.service/app.slice`
+    /// is in `user@1000.service`.
+    static func unit(inCgroup path: String) -> String? {
+        path.split(separator: "/").last(where: { component in
+            (component.hasSuffix(".service") && component.count > ".service".count)
+                || (component.hasSuffix(".scope") && component.count > ".scope".count)
+        }).map(String.init)
+    }
+
+    /// Field 22 of a /proc/PID/stat line. The command name (field 2) is in parentheses and may
+    /// hold spaces and parentheses itself, so fields are counted from the last ')'.
+    static func startTime(inStat bytes: [UInt8]) -> UInt64? {
+        guard let close = bytes.lastIndex(of: 0x29) else { return nil }
+        let fields = bytes[(close + 1)...].split(separator: 0x20)
+        // fields[0] is field 3 (the state).
+        guard fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+
+    private func resolve<Value: Sendable>(_ field: WritableKeyPath<State, Field<Value>>,
+                                          _ read: (Int32) -> Value?) -> Value? {
+        state.withLock { state in
+            if case .read(let value) = state[keyPath: field] { return value }
+            if case .unread = state.directory {
+                let fd = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                state.directory = .read(fd >= 0 ? fd : nil)
+            }
+            guard case .read(let directory?) = state.directory else {
+                state[keyPath: field] = .read(nil)
+                return nil
+            }
+            let value = read(directory)
+            state[keyPath: field] = .read(value)
+            return value
+        }
+    }
+}
