@@ -27,12 +27,13 @@ enum DaemonLog {
         case storeFailedAtUnmount(VaultError)
         case helperThreadFailed(errno: Int32)
         case controlSocketStopped(errno: Int32)
+        case ptraceUnrestricted(scope: Int?)
 
         var priority: Int32 {
             switch self {
             case .started, .stopped: LOG_INFO
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
-            case .refused: LOG_WARNING
+            case .refused, .ptraceUnrestricted: LOG_WARNING
             case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped: LOG_ERR
             }
         }
@@ -67,6 +68,8 @@ enum DaemonLog {
                 "cannot start a helper thread (\(DaemonLog.errnoName(code))): the control socket or a lock trigger is not running"
             case .controlSocketStopped(let code):
                 "the control socket stopped accepting (\(DaemonLog.errnoName(code))): lock, unlock and status no longer reach this mount"
+            case .ptraceUnrestricted(let scope):
+                PtraceScope.warning(scope: scope) ?? "kernel.yama.ptrace_scope is \(scope ?? -1)"
             }
         }
     }
@@ -99,6 +102,8 @@ enum DaemonLog {
     static func storeFailedAtUnmount(_ error: VaultError) { record(.storeFailedAtUnmount(error)) }
     static func helperThreadFailed(errno code: Int32) { record(.helperThreadFailed(errno: code)) }
     static func controlSocketStopped(errno code: Int32) { record(.controlSocketStopped(errno: code)) }
+    /// When access rules apply and ptrace is not restricted enough for them to hold.
+    static func ptraceUnrestricted(scope: Int?) { record(.ptraceUnrestricted(scope: scope)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.
