@@ -77,12 +77,19 @@ import VaultCore
     @Test func theCommandIsToldTheRequestAndGetsNothingElseOfTheDaemon() throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // A descriptor the daemon holds without close-on-exec (libraries do not always set it).
-        let leaked = open("/dev/null", O_RDONLY)
+        // High, so that no descriptor the shell opens for its own redirections takes the number.
+        let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let leaked = fcntl(devNull, F_DUPFD, 300)
+        close(devNull)
+        try #require(leaked >= 300)
         defer { close(leaked) }
+        // The masks are read by the command's own process after exec (which keeps both), not by a
+        // child of the shell, which once saw a mask the broker did not set: a shell may block
+        // signals for a moment around a fork.
         let command = """
             env | grep '^KEYCHAINFS_' | sort > \(file("env"))
             if [ -e /proc/$$/fd/\(leaked) ]; then echo leaked; else echo closed; fi > \(file("fd"))
-            grep -E '^Sig(Blk|Ign)' /proc/$$/status > \(file("signals"))
+            exec grep -E '^Sig(Blk|Ign)' /proc/self/status > \(file("signals"))
             """
         // A signal the daemon ignores (harmless to the tests beside this one: its default is to ignore it).
         let previous = signal(SIGWINCH, SIG_IGN)
