@@ -17,7 +17,7 @@ enum ExitStatus {
     static let usage: Int32 = 64
 
     static let summary = """
-        0 success, 1 other failure, 2 wrong passphrase, 3 integrity failure, 4 not found, \
+        0 success, 1 other failure, 2 wrong passphrase, 3 integrity failure, 4 not found (item, dictionary, attribute or match), \
         5 already exists, 6 not empty or wrong kind (item vs dictionary), 7 invalid name, size or argument, \
         8 vault in use (already mounted) or locked, 9 no vault or not a usable vault, 10 storage error (disk full, I/O), \
         11 mount or unmount failure (mountpoint, /dev/fuse), 64 usage.
@@ -35,6 +35,9 @@ enum ExitStatus {
         case .vaultNotFound, .notAVault, .unknownFormatVersion: return unusableVault
         case .diskFull, .storageFailure, .secureMemoryUnavailable: return storage
         case .formatUpgradeFailed: return storage
+        case .noSuchAttribute: return notFound
+        case .attributeExists: return alreadyExists
+        case .attributeNameTooLong, .attributeTooLarge, .attributesFull: return invalidInput
         }
     }
 }
