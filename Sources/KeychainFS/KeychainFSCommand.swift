@@ -10,7 +10,8 @@ struct KeychainFSCommand: ParsableCommand {
             $XDG_DATA_HOME/keychainfs/default.vault (~/.local/share/keychainfs/default.vault).
             Exit statuses: \(ExitStatus.summary)
             """,
-        subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self, List.self, Remove.self,
+        subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
+                      AttributeCommand.self, FindItems.self, List.self, Remove.self,
                       MakeDictionary.self, Move.self, ChangePassphrase.self, Verify.self],
         defaultSubcommand: Mount.self
     )
