@@ -16,7 +16,7 @@ struct AttributeCommand: ParsableCommand {
 
     @OptionGroup var vault: VaultOptions
     @Flag(help: "Print the listing as JSON.") var json = false
-    @Option(name: .customLong("remove"), help: "Remove the attribute NAME.") var removing: String?
+    @Option(name: .customLong("remove"), help: ArgumentHelp("Remove the attribute NAME.", valueName: "NAME")) var removing: String?
     @Argument(help: "Item or dictionary path.") var path: String
     @Argument(help: "NAME to print, or NAME=VALUE to set.") var attribute: String?
 

@@ -1,8 +1,8 @@
 import Glibc
 
 /// A vault in one SQLite file: the header in a singleton row, the format version in
-/// `user_version`, one row per node. The file is checked and created here; what its records
-/// mean is NodeStore's business.
+/// `user_version`, one row per node and one per attribute of a node. The file is checked and
+/// created here; what its records mean is NodeStore's business.
 final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     private let db: SQLiteConnection
     /// Whether the file is known to be in WAL mode (see `write`).
