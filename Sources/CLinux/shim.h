@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <linux/falloc.h>
+#include <sys/xattr.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {

@@ -12,7 +12,8 @@ struct KeychainFSCommand: ParsableCommand {
             Exit statuses:
             \(ExitStatus.summary)
             """,
-        subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self, List.self, Remove.self,
+        subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
+                      AttributeCommand.self, FindItems.self, List.self, Remove.self,
                       MakeDictionary.self, Move.self, ChangePassphrase.self, Verify.self],
         defaultSubcommand: Mount.self
     )

@@ -30,7 +30,7 @@ public struct ItemName: Hashable, Sendable, Comparable, CustomStringConvertible 
         guard !(bytes.count == 1 && bytes[0] == 0x2E), !(bytes.count == 2 && bytes[0] == 0x2E && bytes[1] == 0x2E) else {
             throw .invalidName("'.' and '..' are reserved")
         }
-        guard ItemName.isValidUTF8(bytes) else { throw .invalidName("a name must be valid UTF-8") }
+        guard isValidUTF8(bytes) else { throw .invalidName("a name must be valid UTF-8") }
         storage = NameBytes(copying: bytes)
     }
 
@@ -38,19 +38,6 @@ public struct ItemName: Hashable, Sendable, Comparable, CustomStringConvertible 
         var bytes = Array(string.utf8)
         defer { wipe(&bytes) }
         try self.init(validating: bytes.withUnsafeBytes { $0 })
-    }
-
-    /// Decodes without building a String, which could not be wiped.
-    private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
-            }
-        }
     }
 
     public var count: Int { storage.count }
@@ -69,6 +56,83 @@ public struct ItemName: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     public static func < (a: ItemName, b: ItemName) -> Bool {
+        let common = memcmp(a.storage.pointer, b.storage.pointer, min(a.count, b.count))
+        return common != 0 ? common < 0 : a.count < b.count
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    /// For the command line's output and messages only: a String cannot be wiped.
+    public var description: String { withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// Decodes without building a String, which could not be wiped.
+private func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    var iterator = bytes.makeIterator()
+    var decoder = UTF8()
+    while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: return true
+        case .error: return false
+        }
+    }
+}
+
+/// The name of an attribute of an item or dictionary (in the mount, the extended attribute
+/// `user.NAME`; the prefix is not part of it). UTF-8, 1-255 bytes, no NUL: Linux passes xattr
+/// names as NUL-terminated strings of at most 255 bytes, and UTF-8 keeps them printable by the
+/// command line; any other character, `/` and `.` included, is allowed. Held like `ItemName`:
+/// in memory of its own, wiped with the last copy, reached through `withUnsafeBytes`.
+public struct AttributeName: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public static let maximumBytes = 255
+    private let storage: NameBytes
+
+    public init(bytes: some Collection<UInt8>) throws(VaultError) {
+        var copy = Array(bytes)
+        defer { wipe(&copy) }
+        try self.init(validating: copy.withUnsafeBytes { $0 })
+    }
+
+    public init(bytes: UnsafeRawBufferPointer) throws(VaultError) {
+        try self.init(validating: bytes)
+    }
+
+    public init(_ string: String) throws(VaultError) {
+        var bytes = Array(string.utf8)
+        defer { wipe(&bytes) }
+        try self.init(validating: bytes.withUnsafeBytes { $0 })
+    }
+
+    private init(validating bytes: UnsafeRawBufferPointer) throws(VaultError) {
+        // As with item names, the messages never quote the name.
+        guard !bytes.isEmpty else { throw .invalidName("an attribute name cannot be empty") }
+        guard bytes.count <= AttributeName.maximumBytes else {
+            throw .attributeNameTooLong("an attribute name of \(bytes.count) bytes; attribute names are at most \(AttributeName.maximumBytes) bytes")
+        }
+        guard !bytes.contains(0) else { throw .invalidName("an attribute name cannot contain a NUL byte") }
+        guard isValidUTF8(bytes) else { throw .invalidName("an attribute name must be valid UTF-8") }
+        storage = NameBytes(copying: bytes)
+    }
+
+    public var count: Int { storage.count }
+
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: storage.pointer, count: storage.count))
+    }
+
+    /// The name NUL-terminated, as C APIs (listxattr's buffer) take it, with its length without the NUL.
+    public func withCString<R>(_ body: (UnsafePointer<CChar>, Int) -> R) -> R {
+        storage.pointer.withMemoryRebound(to: CChar.self, capacity: storage.count + 1) { body($0, storage.count) }
+    }
+
+    public static func == (a: AttributeName, b: AttributeName) -> Bool {
+        a.count == b.count && memcmp(a.storage.pointer, b.storage.pointer, a.count) == 0
+    }
+
+    public static func < (a: AttributeName, b: AttributeName) -> Bool {
         let common = memcmp(a.storage.pointer, b.storage.pointer, min(a.count, b.count))
         return common != 0 ? common < 0 : a.count < b.count
     }

@@ -1,7 +1,7 @@
 /// Operations by path (`app/token`): what the command line uses. Each is one transaction.
 extension Vault {
     /// Walks `path` from the root; errors name the first component that is missing or not a dictionary.
-    private func resolve(_ path: VaultPath, in store: NodeStore) throws(VaultError) -> NodeRecord {
+    func resolve(_ path: VaultPath, in store: NodeStore) throws(VaultError) -> NodeRecord {
         var record = try store.existingRecord(.root)
         var walked = VaultPath.root
         for component in path.components {
@@ -56,19 +56,28 @@ extension Vault {
         }
     }
 
-    /// Stores `content` at `path`, replacing an existing item and creating missing dictionaries.
+    /// Stores `content` at `path`, replacing an existing item and creating missing dictionaries,
+    /// and sets `attributes` on it (each created or replaced; the item's other attributes stay),
+    /// all in one transaction: over any limit, nothing is stored.
     @discardableResult
-    public func store(_ content: borrowing SecureBuffer, at path: VaultPath) throws(VaultError) -> Node {
+    public func store(_ content: borrowing SecureBuffer, at path: VaultPath, attributes: [Attribute] = []) throws(VaultError) -> Node {
         let name = try leafName(path)
         try checkItemSize(content.count)
         return try writing(naming: .paths) { (store) throws(VaultError) -> Node in
             let parent = try dictionary(at: path.parent, creating: true, in: store)
+            var node: Node
             if let existing = try store.child(named: name, in: parent.id) {
                 guard existing.kind == .item else { throw .isADictionary(path.description) }
                 let attributes = try store.writeContent(content, of: existing, modified: .now())
-                return Node(id: existing.id, parent: parent.id, attributes: attributes)
+                node = Node(id: existing.id, parent: parent.id, attributes: attributes)
+            } else {
+                node = try store.insertItem(named: name, in: parent, mode: 0o600, content: content)
             }
-            return try store.insertItem(named: name, in: parent, mode: 0o600, content: content)
+            guard !attributes.isEmpty else { return node }
+            let record = try store.existingRecord(node.id)
+            for attribute in attributes { try store.putAttribute(attribute.name, attribute.value, on: record, mode: .createOrReplace) }
+            node.attributes = try store.attributesChanged(of: record, at: .now())
+            return node
         }
     }
 

@@ -73,7 +73,50 @@ extension Vault {
                     }
                 }
             }
+            problems += try verifyAttributes(store, nodes: nodes)
             return problems
         }
+    }
+
+    /// Each attribute row: of an existing node, its name and value authentic for that node and
+    /// its tag, its tags those of its name and value, and each node's total within the limit.
+    private func verifyAttributes(_ store: NodeStore, nodes: [StoredNode]) throws(VaultError) -> [IntegrityProblem] {
+        var problems: [IntegrityProblem] = []
+        func report(_ id: NodeID, _ reason: String) {
+            problems.append(IntegrityProblem(path: store.describe(id), reason: reason))
+        }
+        var places: [NodeID: RecordPlace] = [:]
+        for case .row(let row, _) in nodes { places[row.id] = RecordPlace(node: row.id, incarnation: row.incarnation) }
+        var totals: [NodeID: Int] = [:]
+        for stored in try store.storage.everyAttribute() {
+            guard case .row(let row) = stored else {
+                guard case .malformed(let node) = stored else { continue }
+                problems.append(IntegrityProblem(path: "<record \(node ?? -1)>", reason: "malformed attribute row"))
+                continue
+            }
+            guard let place = places[row.node] else {
+                problems.append(IntegrityProblem(path: "<record \(row.node.rawValue)>", reason: "an attribute of a node that does not exist"))
+                continue
+            }
+            guard let name = store.cipher.openAttributeName(row.sealedName, place, tag: row.tag) else {
+                report(row.node, "an attribute's name failed authentication")
+                continue
+            }
+            let label = "attribute \"\(name.description)\""
+            if store.cipher.attributeTag(for: name, of: row.node) != row.tag { report(row.node, "\(label): its tag does not match its name") }
+            guard let value = try store.cipher.openAttributeValue(row.sealedValue, place, tag: row.tag) else {
+                report(row.node, "\(label): value failed authentication")
+                continue
+            }
+            if value.count > Vault.maximumAttributeValueBytes { report(row.node, "\(label): value over the limit") }
+            if store.cipher.attributeSearchTag(name: name, value: value) != row.searchTag {
+                report(row.node, "\(label): its search tag does not match its name and value")
+            }
+            totals[row.node, default: 0] += name.count + value.count
+        }
+        for (node, total) in totals where total > Vault.maximumAttributeBytesPerNode {
+            report(node, "attributes of \(total) bytes, over the limit")
+        }
+        return problems
     }
 }

@@ -25,6 +25,14 @@ public enum VaultError: Error, Equatable, Sendable {
     case storageFailure(String)
     case secureMemoryUnavailable(String)
     case invalidArgument(String)
+    /// Names the node (and, for the command line, the attribute); never a value.
+    case noSuchAttribute(String)
+    case attributeExists(String)
+    /// An attribute name over `AttributeName.maximumBytes`.
+    case attributeNameTooLong(String)
+    case attributeTooLarge(size: Int, limit: Int)
+    /// A node's attributes would pass `Vault.maximumAttributeBytesPerNode`.
+    case attributesFull(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -73,6 +81,17 @@ extension VaultError: CustomStringConvertible {
             return "cannot allocate locked memory for secrets (\(detail)); raise the locked-memory limit (ulimit -l)"
         case .invalidArgument(let detail):
             return detail
+        case .noSuchAttribute(let what):
+            return "\(what): no such attribute"
+        case .attributeExists(let what):
+            return "\(what): attribute already exists"
+        case .attributeNameTooLong(let reason):
+            return "invalid attribute name: \(reason)"
+        case .attributeTooLarge(let size, let limit):
+            return "attribute value too large: \(size) bytes exceeds the limit of \(limit) bytes"
+        case .attributesFull(let what):
+            return "\(what): no room for this attribute (a node's attributes, names and values, are at most "
+                + "\(Vault.maximumAttributeBytesPerNode) bytes together)"
         }
     }
 }

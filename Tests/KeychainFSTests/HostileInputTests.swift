@@ -72,7 +72,9 @@ import Testing
             let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint])
             if mounted.exitStatus != .success {
                 // Refusing the whole vault is allowed, with a clear line (header or key slot damage).
-                #expect(mounted.stderr.hasPrefix("keychainfs: ") && !mounted.stderr.dropFirst(12).contains("\n"))
+                // One line: its newline at the end and no other.
+                #expect(mounted.stderr.hasPrefix("keychainfs: ") && mounted.stderr.hasSuffix("\n")
+                        && !mounted.stderr.dropFirst(12).dropLast().contains("\n"), "\(mounted.stderr)")
                 continue
             }
             for (path, value) in values {

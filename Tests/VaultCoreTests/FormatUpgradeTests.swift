@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 
-/// Tests/Fixtures: a vault of format version 1 made by the last release before version 2.
+/// Tests/Fixtures: vaults of format versions 1 and 2 made by the last commits before versions 2 and 3.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures").path
 
@@ -33,8 +33,11 @@ private let fixtureListings: [String: [String]] = [
     "empty-dict": [],
 ]
 
-private func copyFixture(to file: String) throws {
-    try FileManager.default.copyItem(atPath: fixtures + "/v1.vault", toPath: file)
+/// The format version this code writes; opening an older vault upgrades it to this in one step.
+let currentFormat: Int64 = 3
+
+private func copyFixture(to file: String, version: Int = 1) throws {
+    try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
 }
 
 private func rawInteger(_ file: String, _ sql: String) -> Int64 {
@@ -112,7 +115,7 @@ private final class TinyFilesystem {
         let startedAt = Timestamp.now()
 
         let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
-        #expect(formatVersion(scratch.vaultPath) == 2)
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
         try expectFixtureContents(vault)
 
         // Modes and times come through the upgrade: the fixture was made long before this
@@ -142,7 +145,7 @@ private final class TinyFilesystem {
         let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
         #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, attributes FROM nodes ORDER BY id") }
             .map(\.1) == upgraded.map(\.1))
-        #expect(formatVersion(scratch.vaultPath) == 2)
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
         try expectFixtureContents(reopened)
     }
 
@@ -184,7 +187,7 @@ private final class TinyFilesystem {
             _ = try Vault.open(at: file, passphrase: passphrase)
             Issue.record("the upgrade succeeded on a full disk")
         } catch .formatUpgradeFailed(let failedPath, let version, let target, let reason) {
-            #expect(failedPath == file && version == 1 && target == 2, "\(reason)")
+            #expect(failedPath == file && version == 1 && Int64(target) == currentFormat, "\(reason)")
         } catch {
             Issue.record("failed with \(error), not formatUpgradeFailed")
         }
@@ -198,7 +201,7 @@ private final class TinyFilesystem {
         sqlite3_close(other)
         other = nil
         let vault = try Vault.open(at: file, passphrase: try fixturePassphrase())
-        #expect(formatVersion(file) == 2)
+        #expect(formatVersion(file) == currentFormat)
         try expectFixtureContents(vault)
     }
 
@@ -253,5 +256,66 @@ private final class TinyFilesystem {
         let reread = try reopen(scratch).node(at: path("a")).attributes
         #expect(reread.accessed == atime)
         #expect(reread.modified == written.attributes.modified)
+    }
+
+    /// 1 -> 3 in one open: the upgraded vault holds attributes like a new one.
+    @Test func anUpgradedVersion1VaultTakesAttributes() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath)
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
+        try vault.setAttribute(try AttributeName("service"), to: secret("github"), at: path("app/token"))
+        #expect(try vault.find([Attribute(name: try AttributeName("service"), value: secret("github"))]) == [path("app/token")])
+        try expectFixtureContents(try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()))
+    }
+
+    @Test func aVersion2VaultIsUpgradedOnOpenAndKeepsEverything() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 2)
+        #expect(formatVersion(scratch.vaultPath) == 2)
+        #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM sqlite_master WHERE name = 'attributes'") == 0)
+        func columns() -> [[UInt8]] {
+            withRawDatabase(scratch.vaultPath) { db in
+                ["name", "attributes", "coalesce(content, x'')"].flatMap { rawBlobs(db, "SELECT id, \($0) FROM nodes ORDER BY id").map(\.1) }
+            }
+        }
+        let before = columns()
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
+        // Nothing is re-encrypted: version 3 only adds a table.
+        #expect(columns() == before)
+        #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v2FixtureToken".utf8))
+        #expect(try vault.read(path("app/empty")).testBytes == [])
+        #expect(try vault.read(path("mail/work/password")).testBytes == Array("line one\nline two\n".utf8))
+        #expect(try listing(vault, "") == ["app/", "empty-dict/", "mail/"])
+        #expect(try vault.verify().isEmpty)
+
+        try vault.setAttribute(try AttributeName("account"), to: secret("me@work"), at: path("mail/work/password"))
+        let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(try reopened.attribute(try AttributeName("account"), at: path("mail/work/password")).testBytes == Array("me@work".utf8))
+        #expect(try reopened.verify().isEmpty)
+    }
+
+    @Test func aVersion2UpgradeThatCannotBeWrittenLeavesVersion2() throws {
+        let tiny = try TinyFilesystem(size: "256k")
+        let file = tiny.mountpoint + "/v2.vault"
+        try copyFixture(to: file, version: 2)
+        let before = fileBytes(file)
+        let filler = try tiny.fill()
+        let passphrase = try fixturePassphrase()
+        do throws(VaultError) {
+            _ = try Vault.open(at: file, passphrase: passphrase)
+            Issue.record("the upgrade succeeded on a full disk")
+        } catch .formatUpgradeFailed(_, let version, let target, _) {
+            #expect(version == 2 && Int64(target) == currentFormat)
+        } catch {
+            Issue.record("failed with \(error), not formatUpgradeFailed")
+        }
+        #expect(fileBytes(file) == before)
+        #expect(formatVersion(file) == 2)
+        try FileManager.default.removeItem(atPath: filler)
+        _ = try Vault.open(at: file, passphrase: try fixturePassphrase())
+        #expect(formatVersion(file) == currentFormat)
     }
 }

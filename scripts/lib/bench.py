@@ -137,12 +137,24 @@ try:
         sizes = [1000, 10000] if args.quick else [10000, 100000]
         populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
                     " os.makedirs(d,exist_ok=True)\n fd=os.open(os.path.join(d,'s%d'%i),os.O_WRONLY|os.O_CREAT,0o600); os.write(fd,b'%063d\\n'%i); os.close(fd)\n")
+        # One attribute per item, through the mount as a user sets them: service=svcK where
+        # K = (i + i // 100) % 100, so each value is on 1 % of the items (one of the first 100
+        # already), spread over every dictionary.
+        # Exits 3 when the mount has no extended attributes (a driver without them).
+        label = ("import errno,os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n"
+                 " try: os.setxattr(os.path.join(root,'d%d'%(i%100),'s%d'%i),'user.service',b'svc%d'%((i+i//100)%100))\n"
+                 " except OSError as e:\n  if e.errno in (errno.ENOTSUP,errno.ENOSYS): sys.exit(3)\n  raise\n")
         for size in [100] + sizes:
             vault = os.path.join(work, "items%d.vault" % size)
             sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
             mp = os.path.join(work, "sized")
             kfs_mount(vault, mp)
             populate_seconds = timed(["python3", "-c", populate, mp, str(size)])
+            start = time.perf_counter()
+            labelled = subprocess.run(["python3", "-c", label, mp, str(size)], capture_output=True, text=True)
+            label_seconds = time.perf_counter() - start if labelled.returncode == 0 else None
+            if labelled.returncode not in (0, 3):
+                raise RuntimeError("setting attributes failed: " + labelled.stderr)
             kfs_unmount(mp)
             mounts, rss = [], []
             for run in range(args.runs):
@@ -151,7 +163,11 @@ try:
                 rss.append(rss_mib(daemon_pid(mp)))
                 kfs_unmount(mp)
             sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
-            sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets))
+            finds = None
+            if label_seconds is not None:
+                finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
+                                          for run in range(args.runs))
+            sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds)
     # What one durable commit costs on this disk, the floor under every store KeychainFS
     # acknowledges: the same SQLite WAL update with and without its fdatasync.
     import sqlite3
@@ -200,10 +216,13 @@ for r in rows:
 lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
           % (commit_us["FULL"], commit_us["NORMAL"])]
 if sized:
-    lines += ["", "| items in the vault | time to add them through the mount | mount time | daemon RSS after `ls -R` | `keychainfs set` |",
-              "| ---: | ---: | ---: | ---: | ---: |"]
-    for size, (populate_seconds, mount_s, rss, set_s) in sorted(sized.items()):
-        lines.append("| %d | %.1f s | %.3f s | %.1f MiB | %.3f s |" % (size, populate_seconds, mount_s, rss, set_s))
+    lines += ["", "| items in the vault | time to add them through the mount | mount time | daemon RSS after `ls -R` | `keychainfs set` "
+              "| time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
+        lines.append("| %d | %.1f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
+            size, populate_seconds, mount_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
+            "%.3f s" % find_s if find_s is not None else ""))
 report = "\n".join(lines)
 print(report)
 if args.workloads_only:
@@ -216,5 +235,7 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
     for r in rows:
         csv.write('"%s",%s,%s,%s,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3)))
     csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
-    for size, (populate_seconds, mount_s, rss, set_s) in sorted(sized.items()):
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
+        if find_s is not None:
+            csv.write('"items=%d setxattr each",,,%f,,\n"items=%d find",,,%f,,\n' % (size, label_s, size, find_s))

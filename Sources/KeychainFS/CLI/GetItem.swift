@@ -5,12 +5,21 @@ struct GetItem: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "get", abstract: "Write an item's exact bytes to standard output.")
 
     @OptionGroup var vault: VaultOptions
+    @Flag(help: "Print {\"path\", \"value\", \"encoding\" (utf-8 or base64), \"attributes\"} instead.") var json = false
     @Argument(help: "Item path.") var path: String
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let itemPath = try VaultPath(path)
-            let content = try vault.openVault().read(itemPath)
+            let opened = try vault.openVault()
+            let content = try opened.read(itemPath)
+            if json {
+                let text = JSONOutput.text(content)
+                try JSONOutput.write(ItemJSON(path: itemPath.description, value: text ?? JSONOutput.base64(content),
+                                              encoding: text == nil ? "base64" : "utf-8",
+                                              attributes: JSONOutput.attributes(try opened.attributes(at: itemPath))))
+                return
+            }
             guard content.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else {
                 throw .storageFailure("cannot write to standard output")
             }

@@ -7,13 +7,27 @@ struct List: ParsableCommand {
 
     @OptionGroup var vault: VaultOptions
     @Flag(name: .short, help: "Show size and modification time.") var long = false
+    @Flag(help: "Print a JSON array of {\"name\", \"kind\", \"size\", \"modified\", \"attributes\"}.") var json = false
     @Argument(help: "Dictionary path (default: the root).") var path: String = ""
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let dictionaryPath = try VaultPath(path)
+            let opened = try vault.openVault()
+            let entries = try opened.list(dictionaryPath)
+            if json {
+                var objects: [EntryJSON] = []
+                for entry in entries {
+                    let attributes = try opened.attributes(at: dictionaryPath.appending(entry.name))
+                    objects.append(EntryJSON(name: entry.name.description, kind: entry.node.kind == .dictionary ? "dictionary" : "item",
+                                             size: entry.node.attributes.size, modified: JSONOutput.utcTime(entry.node.attributes.modified),
+                                             attributes: JSONOutput.attributes(attributes)))
+                }
+                try JSONOutput.write(objects)
+                return
+            }
             var output = ""
-            for entry in try vault.openVault().list(dictionaryPath) {
+            for entry in entries {
                 let name = entry.name.description + (entry.node.kind == .dictionary ? "/" : "")
                 if long {
                     let size = entry.node.kind == .dictionary ? "-" : String(entry.node.attributes.size)

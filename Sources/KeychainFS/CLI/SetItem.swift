@@ -4,13 +4,15 @@ import VaultCore
 struct SetItem: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
-        abstract: "Store an item: VALUE, or standard input byte for byte. Missing dictionaries are created.",
+        abstract: "Store an item: VALUE, or standard input byte for byte, and any --attr. Missing dictionaries are created.",
         discussion: "A VALUE on the command line is visible to other processes; prefer standard input for real secrets."
     )
 
     @OptionGroup var vault: VaultOptions
     @Argument(help: "Item path, such as app/token.") var path: String
     @Argument(help: "The value (default: standard input).") var value: String?
+    @Option(name: .customLong("attr"), help: ArgumentHelp("An attribute to set with the value, in the same transaction (repeatable).", valueName: "NAME=VALUE"))
+    var attributes: [String] = []
 
     func validate() throws {
         if value == nil && vault.passphraseFromStandardInput {
@@ -21,6 +23,7 @@ struct SetItem: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let itemPath = try VaultPath(path)
+            let itemAttributes = try AttributeArgument.parse(attributes)
             let opened = try vault.openVault()
             var content = try SecureBuffer(capacity: 0)
             if var value {
@@ -30,7 +33,7 @@ struct SetItem: ParsableCommand {
                 let size = content.count + (try drainCount(0))
                 throw .itemTooLarge(size: size, limit: opened.itemSizeLimit)
             }
-            try opened.store(content, at: itemPath)
+            try opened.store(content, at: itemPath, attributes: itemAttributes)
         }
     }
 

@@ -20,6 +20,11 @@ extension VaultError {
         case .secureMemoryUnavailable: return ENOMEM
         case .storageFailure, .vaultNotFound, .vaultExists, .notAVault, .unknownFormatVersion: return EIO
         case .formatUpgradeFailed: return EIO
+        case .noSuchAttribute: return ENODATA
+        case .attributeExists: return EEXIST
+        case .attributeNameTooLong: return ERANGE
+        case .attributeTooLarge: return E2BIG
+        case .attributesFull: return ENOSPC
         }
     }
 }

@@ -15,7 +15,7 @@ enum FUSEOperations {
         ops.forget_multi = { req, count, forgets in FUSEOperations.forgetMany(req, count, forgets) }
         ops.getattr = { req, ino, fi in FUSEOperations.getattr(req, ino, fi) }
         ops.setattr = { req, ino, attr, toSet, fi in FUSEOperations.setattr(req, ino, attr, toSet, fi) }
-        ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.mknod = { req, parent, name, mode, _ in FUSEOperations.mknod(req, parent, name, mode) }
         ops.symlink = { req, _, _, _ in fuse_reply_err(req, EPERM) }
         ops.link = { req, _, _, _ in fuse_reply_err(req, EPERM) }
         ops.mkdir = { req, parent, name, mode in FUSEOperations.mkdir(req, parent, name, mode) }
@@ -32,6 +32,10 @@ enum FUSEOperations {
         ops.fsync = { req, _, _, fi in FUSEOperations.fsync(req, fi) }
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
         ops.fallocate = { req, _, mode, offset, length, fi in FUSEOperations.fallocate(req, mode, offset, length, fi) }
+        ops.getxattr = { req, ino, name, size in FUSEOperations.getxattr(req, ino, name, size) }
+        ops.listxattr = { req, ino, size in FUSEOperations.listxattr(req, ino, size) }
+        ops.setxattr = { req, ino, name, value, size, flags in FUSEOperations.setxattr(req, ino, name, value, size, flags) }
+        ops.removexattr = { req, ino, name in FUSEOperations.removexattr(req, ino, name) }
         ops.opendir = { req, ino, fi in FUSEOperations.opendir(req, ino, fi) }
         ops.readdir = { req, ino, size, offset, fi in FUSEOperations.readdir(req, ino, size, offset, fi) }
         ops.readdirplus = { req, ino, size, offset, fi in FUSEOperations.readdirplus(req, ino, size, offset, fi) }
@@ -153,6 +157,19 @@ enum FUSEOperations {
         }
     }
 
+    /// mknod of a regular file creates an empty item (tar --xattrs creates files this way);
+    /// devices, FIFOs and sockets have no place in a vault.
+    static func mknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t) {
+        guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else {
+            fuse_reply_err(req, EPERM)
+            return
+        }
+        replying(req) { (fs, caller) throws(VaultError) in
+            var e = entry(try fs.makeItem(UInt64(parent), try name(rawName), mode: mode, caller))
+            fuse_reply_entry(req, &e)
+        }
+    }
+
     static func mkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t) {
         replying(req) { (fs, caller) throws(VaultError) in
             var e = entry(try fs.makeDirectory(UInt64(parent), try name(rawName), mode: mode, caller))
@@ -269,6 +286,72 @@ enum FUSEOperations {
         }
     }
 
+    // MARK: extended attributes
+
+    /// The raw name the kernel sent.
+    private static func rawName(_ raw: UnsafePointer<CChar>?) -> UnsafeRawBufferPointer {
+        guard let raw else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: raw, count: strlen(raw))
+    }
+
+    /// Replies with a value or list: its size when asked for 0 bytes, ERANGE when it does not fit.
+    private static func replyXattr(_ req: fuse_req_t?, _ bytes: UnsafeRawBufferPointer, size: Int) {
+        if size == 0 {
+            fuse_reply_xattr(req, bytes.count)
+        } else if bytes.count > size {
+            fuse_reply_err(req, ERANGE)
+        } else {
+            fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+    }
+
+    static func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ size: Int) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            // Other namespaces hold nothing here, answered without the vault (security.capability
+            // is asked before every write).
+            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+                fuse_reply_err(req, ENODATA)
+                return
+            }
+            try fs.extendedAttribute(UInt64(ino), name, caller) { value in
+                value.withUnsafeBytes { replyXattr(req, $0, size: size) }
+            }
+        }
+    }
+
+    static func listxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            let list = try fs.extendedAttributeList(UInt64(ino), caller)
+            list.withUnsafeBytes { replyXattr(req, $0, size: size) }
+        }
+    }
+
+    static func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?,
+                         _ size: Int, _ flags: Int32) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            // trusted., security. and system. attributes (and ACLs) have no place in a vault.
+            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+                fuse_reply_err(req, EOPNOTSUPP)
+                return
+            }
+            let mode: AttributeSetMode = flags & Int32(XATTR_CREATE) != 0 ? .create : flags & Int32(XATTR_REPLACE) != 0 ? .replace : .createOrReplace
+            try fs.setExtendedAttribute(UInt64(ino), name, value: UnsafeRawBufferPointer(start: value, count: size), mode: mode, caller)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            // trusted., security. and system. attributes (and ACLs) have no place in a vault.
+            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+                fuse_reply_err(req, EOPNOTSUPP)
+                return
+            }
+            try fs.removeExtendedAttribute(UInt64(ino), name, caller)
+            fuse_reply_err(req, 0)
+        }
+    }
+
     static func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
             fi!.pointee.fh = try fs.openDirectory(UInt64(ino), caller)
@@ -339,7 +422,7 @@ enum FUSEOperations {
             return
         }
         packed.withUnsafeBytes { bytes in
-            fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+            _ = fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
         }
     }
 

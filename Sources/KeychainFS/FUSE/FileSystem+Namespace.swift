@@ -24,6 +24,14 @@ extension FileSystem {
         return stat(of: node)
     }
 
+    /// mknod(S_IFREG): an empty item, stored durably at once (no close follows).
+    func makeItem(_ parent: UInt64, _ name: ItemName, mode: mode_t, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
+        let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
+                                        mode: UInt32(mode) & 0o7700)
+        state.withLock { $0.lookups.add(UInt64(node.id.rawValue)) }
+        return stat(of: node)
+    }
+
     func removeDirectory(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
     }

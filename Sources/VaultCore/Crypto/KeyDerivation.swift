@@ -99,16 +99,25 @@ struct VaultKeys: ~Copyable {
     let name: SecureBuffer
     let tag: SecureBuffer
     let header: SecureBuffer
+    /// Tags an attribute's name within its node (the row's key), apart from `tag` so that an
+    /// attribute's tag never equals the tag of a same-named entry of the same dictionary.
+    let attributeTag: SecureBuffer
+    /// Tags an attribute's (name, value) pair, whatever node holds it: the search index.
+    let attributeSearch: SecureBuffer
 
     init(master: borrowing SecureBuffer) throws(VaultError) {
         let content = try KeyDerivation.subkey(1, of: master)
         let name = try KeyDerivation.subkey(2, of: master)
         let tag = try KeyDerivation.subkey(3, of: master)
         let header = try KeyDerivation.subkey(4, of: master)
+        let attributeTag = try KeyDerivation.subkey(5, of: master)
+        let attributeSearch = try KeyDerivation.subkey(6, of: master)
         self.content = content
         self.name = name
         self.tag = tag
         self.header = header
+        self.attributeTag = attributeTag
+        self.attributeSearch = attributeSearch
     }
 
     /// Keyed BLAKE2b over arbitrary bytes (lookup tags, header MAC).
@@ -117,6 +126,31 @@ struct VaultKeys: ~Copyable {
         key.withUnsafeBytes { k in
             let rc = crypto_generichash(&out, 32, message, UInt64(message.count),
                                         k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+            precondition(rc == 0, "crypto_generichash failed")
+        }
+        return out
+    }
+
+    /// Keyed BLAKE2b over the concatenation of `parts`, fed to it in place: secret parts (an
+    /// attribute's value, in locked memory) need no copy. The hash state, which depends on the
+    /// key and the parts, is wiped before returning.
+    static func keyedHash(_ parts: [UnsafeRawBufferPointer], key: borrowing SecureBuffer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        // libsodium declares the state 64-byte aligned; a heap allocation makes sure of it.
+        let stateBytes = crypto_generichash_statebytes()
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: stateBytes, alignment: 64)
+        defer {
+            sodium_memzero(raw, stateBytes)
+            raw.deallocate()
+        }
+        // Swift does not import the over-aligned state type; the functions take it opaque.
+        let state = OpaquePointer(raw)
+        key.withUnsafeBytes { k in
+            var rc = crypto_generichash_init(state, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, 32)
+            for part in parts where rc == 0 && part.count > 0 {
+                rc = crypto_generichash_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            }
+            if rc == 0 { rc = crypto_generichash_final(state, &out, 32) }
             precondition(rc == 0, "crypto_generichash failed")
         }
         return out

@@ -13,10 +13,11 @@ struct RecordPlace {
 
 /// Seals and opens the vault's records. Every box carries associated data naming the vault,
 /// the record's purpose, its node and (for names) its parent or (for contents) its content
-/// generation, so a ciphertext copied, swapped or moved to another row or column fails to open.
+/// generation or (for a node's attributes) the attribute's tag within the node, so a ciphertext
+/// copied, swapped or moved to another row or column fails to open.
 final class RecordCipher: Sendable {
     private enum Purpose: UInt8 {
-        case keySlot = 1, name = 2, attributes = 3, content = 4
+        case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
     }
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
@@ -105,7 +106,15 @@ final class RecordCipher: Sendable {
     }
 
     func openName(_ sealed: [UInt8], _ place: RecordPlace, parent: NodeID) -> ItemName? {
-        let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
+        openPaddedName(sealed, associatedData: associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))) {
+            try? ItemName(bytes: $0)
+        }
+    }
+
+    /// Opens a name box padded to `nameBlock`, handing the unpadded bytes to `make`; the
+    /// decrypted array is wiped on return.
+    private func openPaddedName<Name>(_ sealed: [UInt8], associatedData ad: [UInt8],
+                                      _ make: (UnsafeRawBufferPointer) -> Name?) -> Name? {
         guard var plain = AEAD.openMetadata(sealed, key: keys.name, associatedData: ad) else { return nil }
         defer { wipe(&plain) }
         var unpadded = 0
@@ -113,7 +122,7 @@ final class RecordCipher: Sendable {
               plain.withUnsafeMutableBufferPointer({ sodium_unpad(&unpadded, $0.baseAddress!, $0.count, RecordCipher.nameBlock) }) == 0 else {
             return nil
         }
-        return plain.withUnsafeBytes { try? ItemName(bytes: UnsafeRawBufferPointer(rebasing: $0[..<unpadded])) }
+        return plain.withUnsafeBytes { make(UnsafeRawBufferPointer(rebasing: $0[..<unpadded])) }
     }
 
     // MARK: attributes
@@ -144,13 +153,17 @@ final class RecordCipher: Sendable {
 
     /// Pads the content in locked memory, then encrypts it; the padded copy is wiped on return.
     func sealContent(_ content: borrowing SecureBuffer, _ place: RecordPlace, generation: UInt64) throws(VaultError) -> [UInt8] {
+        try sealPadded(content, associatedData: associatedData(.content, place, binding: generation))
+    }
+
+    /// Pads `content` to its bucket in a locked copy, wiped on return, and seals that.
+    private func sealPadded(_ content: borrowing SecureBuffer, associatedData ad: [UInt8]) throws(VaultError) -> [UInt8] {
         let bucket = RecordCipher.contentBucket(for: content.count)
         var padded = try SecureBuffer(capacity: bucket)
         try content.withUnsafeBytes { (bytes) throws(VaultError) in try padded.append(bytes) }
         guard RecordCipher.pad(&padded, block: bucket) else {
             preconditionFailure("content bucket too small for its padding")
         }
-        let ad = associatedData(.content, place, binding: generation)
         return padded.withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
     }
 
@@ -171,12 +184,72 @@ final class RecordCipher: Sendable {
     /// Decrypts into locked memory; nil when the box fails authentication or its length
     /// disagrees with the attributes.
     func openContent(_ sealed: [UInt8], _ place: RecordPlace, generation: UInt64, expectedCount: Int) throws(VaultError) -> SecureBuffer? {
+        guard let plain = try openPadded(sealed, associatedData: associatedData(.content, place, binding: generation)),
+              plain.count == expectedCount else { return nil }
+        return plain
+    }
+
+    /// Opens a box sealed by `sealPadded` into locked memory, without its padding.
+    private func openPadded(_ sealed: [UInt8], associatedData ad: [UInt8]) throws(VaultError) -> SecureBuffer? {
         guard let plainCount = AEAD.plaintextCount(ofSealed: sealed) else { return nil }
         var plain = try SecureBuffer(capacity: plainCount)
-        let ad = associatedData(.content, place, binding: generation)
         guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain),
-              RecordCipher.unpad(&plain, block: plainCount), plain.count == expectedCount else { return nil }
+              RecordCipher.unpad(&plain, block: plainCount) else { return nil }
         return plain
+    }
+
+    // MARK: a node's attributes (extended attributes)
+
+    /// An attribute's tag within its node: keyed BLAKE2b of (node, name), the key its row is
+    /// found by. Bound into both of the attribute's boxes, so a name or value moved to another
+    /// name of the same node fails to open.
+    func attributeTag(for name: AttributeName, of node: NodeID) -> [UInt8] {
+        var id: [UInt8] = []
+        id.appendLittleEndian(UInt64(bitPattern: node.rawValue))
+        return id.withUnsafeBytes { idBytes in
+            name.withUnsafeBytes { VaultKeys.keyedHash([idBytes, $0], key: keys.attributeTag) }
+        }
+    }
+
+    /// The search tag of a (name, value) pair: keyed BLAKE2b of the name's length, the name and
+    /// the value, deliberately not bound to a node, so every node holding the same pair has the
+    /// same tag and a search is one indexed query. (Someone with the file therefore sees which
+    /// nodes share a pair, never the pair.)
+    func attributeSearchTag(name: AttributeName, value: borrowing SecureBuffer) -> [UInt8] {
+        var length: [UInt8] = []
+        length.appendLittleEndian(UInt64(name.count))
+        return length.withUnsafeBytes { lengthBytes in
+            name.withUnsafeBytes { nameBytes in
+                value.withUnsafeBytes { VaultKeys.keyedHash([lengthBytes, nameBytes, $0], key: keys.attributeSearch) }
+            }
+        }
+    }
+
+    private func attributeAssociatedData(_ purpose: Purpose, _ place: RecordPlace, tag: [UInt8]) -> [UInt8] {
+        associatedData(purpose, place, binding: 0) + tag
+    }
+
+    /// Padded to `nameBlock` like node names.
+    func sealAttributeName(_ name: AttributeName, _ place: RecordPlace, tag: [UInt8]) -> [UInt8] {
+        var padded = name.withUnsafeBytes { RecordCipher.pad($0, block: RecordCipher.nameBlock) }
+        defer { wipe(&padded) }
+        let ad = attributeAssociatedData(.attributeName, place, tag: tag)
+        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
+    }
+
+    func openAttributeName(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) -> AttributeName? {
+        openPaddedName(sealed, associatedData: attributeAssociatedData(.attributeName, place, tag: tag)) {
+            try? AttributeName(bytes: $0)
+        }
+    }
+
+    /// Padded to a power of two like contents.
+    func sealAttributeValue(_ value: borrowing SecureBuffer, _ place: RecordPlace, tag: [UInt8]) throws(VaultError) -> [UInt8] {
+        try sealPadded(value, associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
+    }
+
+    func openAttributeValue(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) throws(VaultError) -> SecureBuffer? {
+        try openPadded(sealed, associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
     }
 
     // MARK: padding (libsodium's ISO/IEC 7816-4 padding)

@@ -9,6 +9,8 @@ struct FormatUpgrade: Sendable {
     /// step here (and, if its tables change, a migration in the storage).
     static let steps: [FormatUpgrade] = [
         FormatUpgrade(target: 2, run: resealAttributesInLayout2),
+        // 2 -> 3: the storage adds the table of a node's attributes (empty); no record changes.
+        FormatUpgrade(target: 3, run: { _ in }),
     ]
 
     /// Brings the vault behind `store` to `VaultFormat.version`; `found` is the version it was

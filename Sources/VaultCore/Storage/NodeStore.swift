@@ -67,6 +67,12 @@ struct NodeStore {
         return try authenticate(row, names: .decode).1
     }
 
+    /// The node `id` and its name (nil for the root), both authenticated; nil when there is no such node.
+    func recordAndName(_ id: NodeID) throws(VaultError) -> (record: NodeRecord, name: ItemName?)? {
+        guard let row = try storage.node(id) else { return nil }
+        return try authenticate(row, names: .decode)
+    }
+
     func existingRecord(_ id: NodeID) throws(VaultError) -> NodeRecord {
         guard let record = try record(id) else { throw .notFound(id == .root ? "/" : "node \(id)") }
         return record
@@ -200,8 +206,10 @@ struct NodeStore {
         try changeEntries(of: dictionary, by: -1, subdictionaries: record.kind == .dictionary ? -1 : 0, at: time)
     }
 
-    /// Deletes a node and, for a dictionary, everything below it.
+    /// Deletes a node and, for a dictionary, everything below it, their attributes with them.
     private func delete(_ record: NodeRecord) throws(VaultError) {
+        // First: the subtree is found through the node rows.
+        try storage.deleteAttributes(of: record.id, subtree: record.kind == .dictionary)
         if record.kind == .dictionary {
             try storage.deleteSubtree(record.id)
         } else {

@@ -2,7 +2,8 @@
 /// with it, the tables a storage keeps); `FormatUpgrade` brings older vaults to it in place.
 enum VaultFormat {
     /// 2: attributes records of layout 2 (access time, number of subdictionaries).
-    static let version = 2
+    /// 3: a node's own attributes (extended attributes), records of their own.
+    static let version = 3
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.

@@ -15,8 +15,8 @@
 /// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
 /// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
 ///
-/// Methods are grouped by record family; the next families (extended attributes per node,
-/// access rules, an access log) come as further groups, with their rows beside `NodeRow`.
+/// Methods are grouped by record family; the next families (access rules, an access log) come
+/// as further groups, with their rows beside `NodeRow` and `AttributeRow`.
 /// Outside `write`/`read`, each call is its own snapshot. Not thread-safe: a vault serialises its
 /// calls with its own mutex, which is what makes the `Sendable` claim of implementations true.
 protocol VaultStorage: AnyObject, Sendable {
@@ -87,6 +87,25 @@ protocol VaultStorage: AnyObject, Sendable {
     func deleteNode(_ id: NodeID) throws(VaultError)
     /// Deletes `id` and every node below it.
     func deleteSubtree(_ id: NodeID) throws(VaultError)
+
+    // MARK: a node's attributes (extended attributes)
+
+    /// The row stored under `tag` for `node` (unique per node).
+    func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow?
+    /// Every attribute row of `node`.
+    func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow]
+    /// Every attribute row, of any node, stored with `searchTag`: one indexed query.
+    func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow]
+    /// Inserts the row, or replaces the one with the same node and tag.
+    func upsertAttribute(_ row: AttributeRow) throws(VaultError)
+    /// Whether there was such a row.
+    @discardableResult
+    func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool
+    /// Deletes the attributes of `node`, or with `subtree` of every node below it as well;
+    /// called before the nodes themselves are deleted, in the same transaction.
+    func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError)
+    /// Every attribute row, for verify. Rows the storage cannot read come as `.malformed`.
+    func everyAttribute() throws(VaultError) -> [StoredAttribute]
 }
 
 /// How a write transaction's commit reaches the disk.
@@ -137,4 +156,23 @@ enum StoredNode {
     case row(NodeRow, hasContent: Bool)
     /// A row with missing or mistyped columns; its id when that much is readable.
     case malformed(id: Int64?)
+}
+
+/// One attribute of a node as stored: nothing here is trusted until NodeStore has opened the
+/// sealed name and value, which bind the node, its incarnation and `tag`.
+struct AttributeRow {
+    let node: NodeID
+    /// Keyed hash of (node, name): the row's key within its node.
+    let tag: [UInt8]
+    /// Keyed hash of (name, value), the same on every node: what `find` looks up.
+    let searchTag: [UInt8]
+    let sealedName: [UInt8]
+    let sealedValue: [UInt8]
+}
+
+/// A row of `everyAttribute`.
+enum StoredAttribute {
+    case row(AttributeRow)
+    /// A row with missing or mistyped columns; its node when that much is readable.
+    case malformed(node: Int64?)
 }

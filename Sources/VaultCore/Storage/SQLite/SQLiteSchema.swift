@@ -29,11 +29,27 @@ enum SQLiteSchema {
             content    BLOB,
             UNIQUE (parent, name_tag)
         );
+        \(attributesTable)
+        """
+
+    /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
+    /// search tag is indexed for `find`, the node (first in the key) for listing and deleting.
+    static let attributesTable = """
+        CREATE TABLE attributes (
+            node       INTEGER NOT NULL,
+            tag        BLOB    NOT NULL,
+            search_tag BLOB    NOT NULL,
+            name       BLOB    NOT NULL,
+            value      BLOB    NOT NULL,
+            UNIQUE (node, tag)
+        );
+        CREATE INDEX attributes_by_search_tag ON attributes (search_tag);
         """
 
     /// What the tables need to reach each format version from the one before, by target
-    /// version. Version 2 changed only what the attributes hold, not the tables.
-    static let migrations: [Int: String] = [:]
+    /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
+    /// the table of attributes.
+    static let migrations: [Int: String] = [3: attributesTable]
 
     /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
     /// so replaced ciphertexts do not linger, wait out other writers rather than fail.

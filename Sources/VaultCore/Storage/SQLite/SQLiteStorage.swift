@@ -1,8 +1,8 @@
 import Glibc
 
 /// A vault in one SQLite file: the header in a singleton row, the format version in
-/// `user_version`, one row per node. The file is checked and created here; what its records
-/// mean is NodeStore's business.
+/// `user_version`, one row per node and one per attribute of a node. The file is checked and
+/// created here; what its records mean is NodeStore's business.
 final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     private let db: SQLiteConnection
     /// Whether the file is known to be in WAL mode (see `write`).
@@ -252,5 +252,71 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             )
             DELETE FROM nodes WHERE id IN subtree
             """, [.integer(id.rawValue)])
+    }
+
+    // MARK: a node's attributes
+
+    private static let attributeColumns = "node, tag, search_tag, name, value"
+
+    private static func attributeRow(_ row: [SQLValue]) -> AttributeRow? {
+        guard let node = row[0].integer, let tag = row[1].blob, let searchTag = row[2].blob, let name = row[3].blob,
+              let value = row[4].blob else { return nil }
+        return AttributeRow(node: NodeID(node), tag: tag, searchTag: searchTag, sealedName: name, sealedValue: value)
+    }
+
+    private func attributeRows(_ sql: String, _ arguments: [SQLValue]) throws(VaultError) -> [AttributeRow] {
+        var rows: [AttributeRow] = []
+        try db.query(sql, arguments) { (row) throws(VaultError) in
+            guard let attribute = SQLiteStorage.attributeRow(row) else {
+                throw .integrityFailure("an attribute of record \(row[0].integer.map(String.init) ?? "?") (malformed row)")
+            }
+            rows.append(attribute)
+        }
+        return rows
+    }
+
+    func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
+        try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE node = ? AND tag = ?",
+                          [.integer(node.rawValue), .blob(tag)]).first
+    }
+
+    func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
+        try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE node = ?", [.integer(node.rawValue)])
+    }
+
+    func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
+        try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE search_tag = ?", [.blob(searchTag)])
+    }
+
+    func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
+        try db.run("""
+            INSERT INTO attributes (node, tag, search_tag, name, value) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (node, tag) DO UPDATE SET search_tag = excluded.search_tag, name = excluded.name, value = excluded.value
+            """, [.integer(row.node.rawValue), .blob(row.tag), .blob(row.searchTag), .blob(row.sealedName), .blob(row.sealedValue)])
+    }
+
+    func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM attributes WHERE node = ? AND tag = ?", [.integer(node.rawValue), .blob(tag)]) > 0
+    }
+
+    func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
+        if subtree {
+            try db.run("""
+                WITH RECURSIVE subtree(id) AS (
+                    SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
+                )
+                DELETE FROM attributes WHERE node IN subtree
+                """, [.integer(node.rawValue)])
+        } else {
+            try db.run("DELETE FROM attributes WHERE node = ?", [.integer(node.rawValue)])
+        }
+    }
+
+    func everyAttribute() throws(VaultError) -> [StoredAttribute] {
+        var attributes: [StoredAttribute] = []
+        try db.query("SELECT \(SQLiteStorage.attributeColumns) FROM attributes ORDER BY node") { (row) throws(VaultError) in
+            attributes.append(SQLiteStorage.attributeRow(row).map(StoredAttribute.row) ?? .malformed(node: row[0].integer))
+        }
+        return attributes
     }
 }

@@ -1,0 +1,70 @@
+import Glibc
+import VaultCore
+
+/// getxattr, listxattr, setxattr, removexattr. The mount shows a node's attributes as the
+/// `user.` namespace (the vault stores them without the prefix); every other namespace is
+/// answered here without touching the vault: the kernel asks for `security.capability` before
+/// every write, which must cost nothing.
+extension FileSystem {
+    static let userNamespace = Array("user.".utf8)
+
+    /// The vault's name for an extended attribute's name, nil for another namespace.
+    static func vaultAttributeName(_ raw: UnsafeRawBufferPointer) throws(VaultError) -> AttributeName? {
+        guard raw.starts(with: userNamespace) else { return nil }
+        return try AttributeName(bytes: UnsafeRawBufferPointer(rebasing: raw[userNamespace.count...]))
+    }
+
+    /// The value, in locked memory, for `reply` to send.
+    func extendedAttribute(_ inode: UInt64, _ name: AttributeName, _ caller: RequestContext,
+                           reply: (borrowing SecureBuffer) -> Void) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            let value = try vault.attribute(name, of: NodeID(Int64(inode)))
+            reply(value)
+        }
+    }
+
+    /// `user.NAME\0` for every attribute, packed in locked memory (names are secrets too).
+    func extendedAttributeList(_ inode: UInt64, _ caller: RequestContext) throws(VaultError) -> SecureBuffer {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            let names = try vault.attributeNames(of: NodeID(Int64(inode)))
+            var total = 0
+            for name in names { total += FileSystem.userNamespace.count + name.count + 1 }
+            var list = try SecureBuffer(capacity: total)
+            guard total > 0 else { return list }
+            list.withUnsafeMutableStorage { storage in
+                var used = 0
+                for name in names {
+                    for byte in FileSystem.userNamespace {
+                        storage[used] = byte
+                        used += 1
+                    }
+                    name.withUnsafeBytes { storage.baseAddress!.advanced(by: used).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    used += name.count
+                    storage[used] = 0  // each name ends in a NUL, as listxattr(2) gives them
+                    used += 1
+                }
+                return used
+            }
+            return list
+        }
+    }
+
+    func setExtendedAttribute(_ inode: UInt64, _ name: AttributeName, value: UnsafeRawBufferPointer, mode: AttributeSetMode,
+                              _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            // The kernel's copy sits in the request buffer, which the session loop wipes.
+            let secure = try SecureBuffer(copying: value)
+            try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
+        }
+    }
+
+    func removeExtendedAttribute(_ inode: UInt64, _ name: AttributeName, _ caller: RequestContext) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            try vault.removeAttribute(name, of: NodeID(Int64(inode)))
+        }
+    }
+}
