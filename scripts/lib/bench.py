@@ -1,6 +1,6 @@
 """The benchmark behind scripts/bench. Every figure is a median of several runs taken in
 turn (tmpfs, gocryptfs, KeychainFS, tmpfs, ...) so drift on a shared machine hits all alike."""
-import argparse, datetime, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("keychainfs")
@@ -63,8 +63,8 @@ def unmount(mountpoint):
 
 
 def daemon_pid(mountpoint):
-    out = sh([KFS, "status", "--json", mountpoint]).stdout
-    return int(out.split('"pid":')[1].split(",")[0])
+    status = json.loads(sh([KFS, "status", "--json", mountpoint]).stdout)
+    return int((status[0] if isinstance(status, list) else status)["pid"])
 
 
 def rss_mib(pid):
