@@ -45,25 +45,9 @@ import Testing
         print('\n'.join(out))
         """#
 
-    private func outcome(in directory: String) throws -> [String] {
-        let result = try run("/usr/bin/python3", ["-c", ExtendedAttributeTests.script, directory])
-        #expect(result.status == 0, "\(result.stderr)")
-        return result.stdoutText.split(separator: "\n").map(String.init)
-    }
-
     @Test func userAttributesBehaveAsOnTmpfs() throws {
         let m = try MountFixture()
-        let tmpfs = m.cli.directory + "/tmpfs"
-        try FileManager.default.createDirectory(atPath: tmpfs, withIntermediateDirectories: true)
-        #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", tmpfs]).status == 0)
-        defer { _ = try? run("/bin/umount", [tmpfs]) }
-        let expected = try outcome(in: tmpfs)
-        let got = try outcome(in: m.mountpoint)
-        #expect(expected.count > 30)
-        for (line, (want, have)) in zip(expected, got).enumerated() {
-            #expect(want == have, "line \(line): tmpfs and the mount differ")
-        }
-        #expect(expected.count == got.count)
+        try expectSameOutputAsTmpfs(m, script: ExtendedAttributeTests.script, atLeast: 30)
         // What the mount stored is the vault's: the command line reads it without the prefix.
         #expect(try m.cli.cli(["attr", "renamed", "service"]).stdoutText == "gitlab")
         #expect(try m.cli.cli(["find", "account=me@example.org"]).stdoutText == "renamed\n")

@@ -199,3 +199,26 @@ final class HeldDescriptor {
         send("write " + bytes.map { String(format: "%02x", $0) }.joined())
     }
 }
+
+/// Runs a Python `script DIRECTORY ARGUMENTS...` on a fresh tmpfs and on the mount and expects
+/// the same lines from both: any difference is a bug. `tmpfsArguments` and `mountArguments`
+/// follow the directory (a script may set limits on tmpfs that the mount keeps by itself).
+func expectSameOutputAsTmpfs(_ m: MountFixture, script: String, tmpfsArguments: [String] = [], mountArguments: [String] = [],
+                             atLeast lines: Int) throws {
+    let tmpfs = m.cli.directory + "/tmpfs"
+    try FileManager.default.createDirectory(atPath: tmpfs, withIntermediateDirectories: true)
+    #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", tmpfs]).status == 0)
+    defer { _ = try? run("/bin/umount", [tmpfs]) }
+    func outcome(in directory: String, _ arguments: [String]) throws -> [String] {
+        let result = try run("/usr/bin/python3", ["-c", script, directory] + arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdoutText.split(separator: "\n").map(String.init)
+    }
+    let expected = try outcome(in: tmpfs, tmpfsArguments)
+    let got = try outcome(in: m.mountpoint, mountArguments)
+    #expect(expected.count >= lines)
+    for (line, (want, have)) in zip(expected, got).enumerated() {
+        #expect(want == have, "line \(line): tmpfs and the mount differ")
+    }
+    #expect(expected.count == got.count)
+}

@@ -137,27 +137,10 @@ import Testing
         print('\n'.join(out))
         """#
 
-    /// Runs the script in `directory` (as the mounting user, in a fresh process).
-    private func outcome(in directory: String, rlimit: Bool) throws -> [String] {
-        let result = try run("/usr/bin/python3", ["-c", TmpfsComparisonTests.script, directory, rlimit ? "rlimit" : "none"])
-        #expect(result.status == 0, "\(result.stderr)")
-        return result.stdoutText.split(separator: "\n").map(String.init)
-    }
-
     @Test func descriptorsAndMetadataBehaveAsOnTmpfs() throws {
         let m = try MountFixture()
-        let tmpfs = m.cli.directory + "/tmpfs"
-        try FileManager.default.createDirectory(atPath: tmpfs, withIntermediateDirectories: true)
-        #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", tmpfs]).status == 0)
-        defer { _ = try? run("/bin/umount", [tmpfs]) }
-
-        let expected = try outcome(in: tmpfs, rlimit: true)
-        let got = try outcome(in: m.mountpoint, rlimit: false)
-        #expect(expected.count > 20)
-        for (line, (want, have)) in zip(expected, got).enumerated() {
-            #expect(want == have, "line \(line): tmpfs and the mount differ")
-        }
-        #expect(expected.count == got.count)
+        try expectSameOutputAsTmpfs(m, script: TmpfsComparisonTests.script, tmpfsArguments: ["rlimit"], mountArguments: ["none"],
+                                    atLeast: 20)
         #expect(try m.cli.cli(["verify"]).status == 0)
     }
 
