@@ -191,6 +191,31 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(before.send("close") == 0)
     }
 
+    /// ftruncate and fallocate on a descriptor held across a lock act on the stored content,
+    /// never on the buffer the lock wiped (found by review).
+    @Test func truncateAndAllocateAcrossALockKeepTheContent() throws {
+        let m = try MountFixture()
+        let lock = { () throws -> Void in #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).status == 0) }
+        let unlock = { () throws -> Void in
+            #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).status == 0)
+        }
+        #expect(writeFile(m.path("f"), Array("0123456789".utf8)) == 0)
+        let fd = try HeldDescriptor(m.path("f"), "O_RDWR")
+        try lock()
+        #expect(fd.send("ftruncate 0") == EACCES)
+        try unlock()
+        #expect(fd.send("fallocate 0 4") == 0)
+        #expect(fd.send("close") == 0)
+        #expect(try storedContent(m, "f") == "0123456789")
+
+        let again = try HeldDescriptor(m.path("f"), "O_RDWR")
+        try lock()
+        try unlock()
+        #expect(again.send("ftruncate 4") == 0)
+        #expect(again.send("close") == 0)
+        #expect(try storedContent(m, "f") == "0123")
+    }
+
     @Test func twoProcessesAppendingAtOnceBothKeepTheirLines() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("log"), Array("base\n".utf8)) == 0)

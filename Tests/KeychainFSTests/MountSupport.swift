@@ -151,6 +151,8 @@ final class HeldDescriptor {
                         data = data[os.write(fd, data):]
                 elif words[0] == 'ftruncate':
                     os.ftruncate(fd, int(words[1]))
+                elif words[0] == 'fallocate':
+                    os.posix_fallocate(fd, int(words[1]), int(words[2]))
                 elif words[0] == 'read':
                     os.pread(fd, 4096, 0)
                 elif words[0] == 'fsync':

@@ -215,7 +215,8 @@ enum FUSEOperations {
             // A reader's close stores nothing, so it need not wait for a FLUSH round trip. Not
             // with O_TRUNC: that open changed the item, and its close is a store like any other.
             if fi.pointee.flags & O_ACCMODE == O_RDONLY && fi.pointee.flags & O_TRUNC == 0 { fi.pointee.noflush = 1 }
-            fuse_reply_open(req, fi)
+            // The caller is gone (an interrupted open): nobody will ever release this handle.
+            if fuse_reply_open(req, fi) != 0 { try? fs.release(fi.pointee.fh, caller) }
         }
     }
 
@@ -228,7 +229,7 @@ enum FUSEOperations {
             fi.pointee.direct_io = 1
             fi.pointee.keep_cache = 0
             var e = entry(st)
-            fuse_reply_create(req, &e, fi)
+            if fuse_reply_create(req, &e, fi) != 0 { try? fs.release(handle, caller) }
         }
     }
 
@@ -355,7 +356,7 @@ enum FUSEOperations {
     static func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
             fi!.pointee.fh = try fs.openDirectory(UInt64(ino), caller)
-            fuse_reply_open(req, fi)
+            if fuse_reply_open(req, fi) != 0 { fs.releaseDirectory(fi!.pointee.fh) }
         }
     }
 

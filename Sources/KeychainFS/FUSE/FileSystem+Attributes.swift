@@ -98,11 +98,14 @@ extension FileSystem {
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?,
                        accessed: Timestamp?, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
+            // Nothing below may touch a wiped buffer: a resize of it would be stored later.
+            guard !state.lock.locked else { throw .locked }
             let id = NodeID(Int64(inode))
             let file = descriptor(handle, of: id, state)
             if let size {
                 if let file {
                     try checkUsable(file)
+                    try recall(file.item)
                     try resize(file.item, to: size)
                     file.wrote = true
                 } else if let item = state.openItems.item(id) {
@@ -124,8 +127,11 @@ extension FileSystem {
                     let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified,
                                                        accessed: accessed)
                     if let item {
-                        // The same content generation: only times and mode changed.
-                        item.node = node
+                        // Mode and times only: the item's content version stays the one its
+                        // plaintext is, whatever another process stored meanwhile.
+                        item.node.attributes.mode = node.attributes.mode
+                        item.node.attributes.changed = node.attributes.changed
+                        item.node.attributes.accessed = node.attributes.accessed
                         if let modified { item.modified = modified }
                     }
                 } catch .notFound where item != nil {

@@ -116,11 +116,14 @@ extension FileSystem {
         guard offset >= 0, length > 0 else { throw .invalidArgument("fallocate range") }
         try state.withLock { (state) throws(VaultError) in
             let file = try usableFile(handle, state)
+            // KEEP_SIZE reserves room the vault never needs, within the limit or past it.
+            guard !keepSize else { return }
             let (end, overflow) = offset.addingReportingOverflow(length)
             guard !overflow else { throw .itemTooLarge(size: Int.max, limit: vault.itemSizeLimit) }
             try vault.checkItemSize(end)
-            guard !keepSize, end > file.item.content.count else { return }
+            // The size to compare with is the stored one, not a buffer a lock wiped.
             try recall(file.item)
+            guard end > file.item.content.count else { return }
             try resize(file.item, to: end)
             file.wrote = true
         }
@@ -131,8 +134,8 @@ extension FileSystem {
     func flush(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.openItems.file(handle) else { return }
-            if let refusal = file.refusal { throw refusal }
-            guard file.wrote else { return }
+            guard file.wrote || file.refusal != nil || file.item.stale else { return }
+            try checkUsable(file)
             try store(file.item, state)
         }
     }
@@ -142,7 +145,7 @@ extension FileSystem {
     func sync(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.openItems.file(handle) else { return }
-            if let refusal = file.refusal { throw refusal }
+            try checkUsable(file)
             try store(file.item, state)
         }
     }
@@ -180,7 +183,14 @@ extension FileSystem {
     func recall(_ item: OpenItem) throws(VaultError) {
         guard item.forgotten else { return }
         guard !item.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
-        let snapshot = try vault.item(item.id)
+        let snapshot: Vault.ItemSnapshot
+        do throws(VaultError) {
+            snapshot = try vault.item(item.id)
+        } catch .notFound {
+            // Removed while locked: read(2) knows no ENOENT; the content is gone for good.
+            item.unlinked = true
+            throw .integrityFailure("the item was removed while the vault was locked")
+        }
         guard snapshot.node.attributes.contentVersion == item.node.attributes.contentVersion else {
             throw .integrityFailure("the item changed while the vault was locked; reopen it")
         }

@@ -14,7 +14,10 @@ extension FileSystem {
         state.withLock { state in
             // Names of what the kernel caches, decrypted while the keys still exist.
             let cached = Array(state.lookups.inodes)
-            guard state.lock.beginLock() else { return }
+            guard state.lock.beginLock() else {
+                vault.lock()  // already locked: make sure no key is left whatever happened before
+                return
+            }
             for inode in cached where inode != UInt64(NodeID.root.rawValue) {
                 inodes.append(inode)
                 if let node = try? vault.node(NodeID(Int64(inode))), let name = try? vault.name(of: node.id) {
@@ -49,16 +52,20 @@ extension FileSystem {
     /// Unlocks with a passphrase; a wrong one leaves everything locked.
     func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
         state.withLock { $0.lock.beginUnlock() }
-        var unlocked = false
+        var derived = false
         defer {
-            state.withLock { $0.lock.endUnlock(succeeded: unlocked) }
+            // One decision under the mutex: a lock asked for during the key derivation wins,
+            // and then the keys just derived go at once.
+            let unlocked = state.withLock { state in
+                let unlocked = state.lock.endUnlock(succeeded: derived)
+                if derived && !unlocked { vault.lock() }
+                return unlocked
+            }
             // Idle time starts again now, or the idle lock would undo this at once.
             if unlocked { noteActivity() }
         }
         try vault.unlock(passphrase: passphrase)
-        unlocked = true
-        // A lock asked for during the key derivation wins.
-        if state.withLock({ $0.lock.lockWasRequested }) { vault.lock() }
+        derived = true
     }
 
     /// Stores pending writes, then wipes every open item's plaintext and the keys (unmount,

@@ -19,25 +19,35 @@ extension FileSystem {
     func makeDirectory(_ parent: UInt64, _ name: ItemName, mode: mode_t, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         // New dictionaries are private: group and other bits are dropped; the owner's bits and
         // setuid, setgid and sticky stay, as chmod keeps them.
-        let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o7700)
-        state.withLock { $0.lookups.add(UInt64(node.id.rawValue)) }
-        return stat(of: node)
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o7700)
+            state.lookups.add(UInt64(node.id.rawValue))
+            return stat(of: node)
+        }
     }
 
     /// mknod(S_IFREG): an empty item, stored durably at once (no close follows).
     func makeItem(_ parent: UInt64, _ name: ItemName, mode: mode_t, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
-        let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
-                                        mode: UInt32(mode) & 0o7700)
-        state.withLock { $0.lookups.add(UInt64(node.id.rawValue)) }
-        return stat(of: node)
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
+                                            mode: UInt32(mode) & 0o7700)
+            state.lookups.add(UInt64(node.id.rawValue))
+            return stat(of: node)
+        }
     }
 
     func removeDirectory(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
-        try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
+        try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
+            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
+        }
     }
 
     func unlink(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
             let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
             state.openItems.item(removed)?.unlinked = true
         }
@@ -46,6 +56,7 @@ extension FileSystem {
     func rename(_ parent: UInt64, _ name: ItemName, to newParent: UInt64, _ newName: ItemName, noReplace: Bool,
                 _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
+            guard !state.lock.locked else { throw .locked }
             let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
                                           replacing: !noReplace)
             if let replaced { state.openItems.item(replaced)?.unlinked = true }

@@ -8,10 +8,10 @@ struct LockState {
     /// Whether the caller should lock now (false if already locked; an unlock under way then
     /// learns it must not finish).
     mutating func beginLock() -> Bool {
-        guard !locked else {
-            if unlocking { lockRequested = true }
-            return false
-        }
+        // An unlock deriving its key must learn of every lock meanwhile, even one asked for
+        // while the mount was unlocked (an unlock sent to an unlocked mount).
+        if unlocking { lockRequested = true }
+        guard !locked else { return false }
         locked = true
         return true
     }
@@ -21,12 +21,16 @@ struct LockState {
         lockRequested = false
     }
 
-    /// Whether a lock came while the key was being derived.
-    var lockWasRequested: Bool { lockRequested }
-
-    mutating func endUnlock(succeeded: Bool) {
+    /// Ends an unlock; whether the mount is unlocked now. False after a failure, or when a
+    /// lock came while the key was being derived: that lock wins, and the caller drops the keys.
+    mutating func endUnlock(succeeded: Bool) -> Bool {
         unlocking = false
-        if succeeded && !lockRequested { locked = false }
+        guard succeeded && !lockRequested else {
+            if succeeded { locked = true }
+            return false
+        }
+        locked = false
+        return true
     }
 
     /// The end of the mount: nothing is served again.
