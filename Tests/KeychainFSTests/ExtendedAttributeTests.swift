@@ -152,4 +152,17 @@ import Testing
         let verify = try m.cli.cli(["verify"])
         #expect(verify.exitStatus == .integrityFailure && verify.stderr.contains("f:") && verify.stderr.contains("g:"), "\(verify.stderr)")
     }
+
+    /// setxattr changes ctime, as on Linux, and an open descriptor's fstat shows it.
+    @Test func anAttributeChangeMovesTheChangeTimeOfAnOpenFile() throws {
+        let m = try MountFixture()
+        #expect(writeFile(m.path("f"), [1]) == 0)
+        let fd = open(m.path("f"), O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        var before = stat(), after = stat()
+        #expect(fstat(fd, &before) == 0)
+        #expect(setxattr(m.path("f"), "user.service", "github", 6, 0) == 0)
+        #expect(fstat(fd, &after) == 0)
+        #expect((after.st_ctim.tv_sec, after.st_ctim.tv_nsec) > (before.st_ctim.tv_sec, before.st_ctim.tv_nsec))
+    }
 }

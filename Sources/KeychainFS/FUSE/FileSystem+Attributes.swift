@@ -111,7 +111,14 @@ extension FileSystem {
                 } else if let item = state.openItems.item(id) {
                     try recall(item)
                     try resize(item, to: size)
-                    try store(item, state)
+                    do throws(VaultError) {
+                        try store(item, state)
+                    } catch {
+                        // The open content is truncated already: its descriptors' closes try
+                        // the store again rather than drop the truncation unseen.
+                        for open in state.openItems.descriptors(of: item) { open.wrote = true }
+                        throw error
+                    }
                 } else {
                     try vault.checkItemSize(size)
                     var content = try vault.item(id).takeContent()

@@ -58,13 +58,21 @@ extension FileSystem {
             // The kernel's copy sits in the request buffer, which the session loop wipes.
             let secure = try SecureBuffer(copying: value)
             try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            try refreshChangeTime(NodeID(Int64(inode)), state)
         }
+    }
+
+    /// An attribute change moves the node's ctime; an open item shows it too.
+    private func refreshChangeTime(_ id: NodeID, _ state: borrowing State) throws(VaultError) {
+        guard let item = state.openItems.item(id) else { return }
+        item.node.attributes.changed = try vault.node(id).attributes.changed
     }
 
     func removeExtendedAttribute(_ inode: UInt64, _ name: AttributeName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             try vault.removeAttribute(name, of: NodeID(Int64(inode)))
+            try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }
 }
