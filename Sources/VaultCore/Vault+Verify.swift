@@ -74,6 +74,7 @@ extension Vault {
                 }
             }
             problems += try verifyAttributes(store, nodes: nodes)
+            problems += try verifyRules(store, nodes: nodes)
             return problems
         }
     }
@@ -116,6 +117,39 @@ extension Vault {
         }
         for (node, total) in totals where total > Vault.maximumAttributeBytesPerNode {
             report(node, "attributes of \(total) bytes, over the limit")
+        }
+        return problems
+    }
+
+    /// Each rule record: of an existing node, authentic for that node, well formed; and the MAC
+    /// over all of them the one last written (none added, deleted or put back).
+    private func verifyRules(_ store: NodeStore, nodes: [StoredNode]) throws(VaultError) -> [IntegrityProblem] {
+        var problems: [IntegrityProblem] = []
+        var places: [NodeID: RecordPlace] = [:]
+        for case .row(let row, _) in nodes { places[row.id] = RecordPlace(node: row.id, incarnation: row.incarnation) }
+        var rows: [(place: RecordPlace, sealed: [UInt8])] = []
+        var complete = true
+        do throws(VaultError) {
+            for row in try store.storage.ruleRows() {
+                guard let place = places[row.node] else {
+                    problems.append(IntegrityProblem(path: "<record \(row.node.rawValue)>", reason: "access rules of a node that does not exist"))
+                    complete = false
+                    continue
+                }
+                rows.append((place, row.sealed))
+                if store.cipher.openRules(row.sealed, place) == nil {
+                    problems.append(IntegrityProblem(path: store.describe(row.node), reason: "access rules failed authentication"))
+                }
+            }
+        } catch .integrityFailure(let what) {
+            return [IntegrityProblem(path: "/", reason: what)]
+        }
+        guard let stored = try store.storage.rulesMAC() else {
+            problems.append(IntegrityProblem(path: "/", reason: "the MAC over the access rules is missing"))
+            return problems
+        }
+        if complete, !store.cipher.rulesMACMatches(stored, rows) {
+            problems.append(IntegrityProblem(path: "/", reason: "the access rules are not the ones last written (a rule changed, added, deleted or put back)"))
         }
         return problems
     }

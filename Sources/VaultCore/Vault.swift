@@ -45,6 +45,7 @@ public final class Vault: Sendable {
             try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit,
                                                  mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit)),
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
+            try storage.setRulesMAC(cipher.rulesMAC([]))
             try storage.upsertKeySlot(slot)
             let now = Timestamp.now()
             let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, at: now, contentGeneration: 0)

@@ -33,6 +33,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case attributeTooLarge(size: Int, limit: Int)
     /// A node's attributes would pass `Vault.maximumAttributeBytesPerNode`.
     case attributesFull(String)
+    /// `disallow` of a principal that has no rule at the path (or of `--all` where there is
+    /// none); names the path and the principal.
+    case noSuchRule(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -92,6 +95,8 @@ extension VaultError: CustomStringConvertible {
         case .attributesFull(let what):
             return "\(what): no room for this attribute (a node's attributes, names and values, are at most "
                 + "\(Vault.maximumAttributeBytesPerNode) bytes together)"
+        case .noSuchRule(let what):
+            return "\(what): no such access rule"
         }
     }
 }

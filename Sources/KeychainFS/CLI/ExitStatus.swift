@@ -24,10 +24,10 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .failure: "other failure"
         case .wrongPassphrase: "wrong passphrase"
         case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
-        case .notFound: "no such item, dictionary or attribute; `find` matched nothing"
+        case .notFound: "no such item, dictionary, attribute or access rule; `find` matched nothing"
         case .alreadyExists: "already exists (including `init` on an existing file)"
         case .wrongKind: "dictionary not empty, or an item where a dictionary was needed (or the reverse)"
-        case .invalidInput: "invalid name, item or attribute too large, invalid move or argument"
+        case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file, an invalid `--unit`"
         case .vaultBusy: "vault in use (already mounted) or locked"
         case .unusableVault: "no vault, not a vault, or a vault of a newer format"
         case .storage: "storage error: disk full, I/O error, no locked memory; an upgrade of an older vault that could not be written (the vault is left unchanged)"
@@ -63,6 +63,15 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .noSuchAttribute: .notFound
         case .attributeExists: .alreadyExists
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput
+        case .noSuchRule: .notFound
+        }
+    }
+
+    /// Every principal the command line cannot make is invalid input: the file is not there,
+    /// is not a file, or the unit name is not one.
+    static func code(for error: AccessRuleError) -> ExitStatus {
+        switch error {
+        case .executableNotAbsolute, .executableNotFound, .executableNotAFile, .invalidUnit: .invalidInput
         }
     }
 }

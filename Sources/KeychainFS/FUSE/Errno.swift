@@ -25,6 +25,7 @@ extension VaultError {
         case .attributeNameTooLong: return ERANGE
         case .attributeTooLarge: return E2BIG
         case .attributesFull: return ENOSPC
+        case .noSuchRule: return ENOENT
         }
     }
 }

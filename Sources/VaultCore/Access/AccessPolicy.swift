@@ -1,100 +1,55 @@
-/// Every rule set of a vault, by path, and the decisions they make.
+/// Every rule set of a vault, by node, and the decisions they make.
 ///
-/// A path is governed by the nearest rule set at or above it; a path with none above it is
-/// open to every process of the mounting user. Paths compare by their names' bytes.
+/// A node is governed by the nearest rule set at or above it; a node with none above it is
+/// open to every process of the mounting user. Finding that rule set needs the node's
+/// ancestors, which the caller knows (the mount's inode table, or the vault's storage:
+/// `Vault.governingRuleSet`); a vault without rules answers without asking for any.
 ///
-/// Decisions cost nothing where no rule can apply: `decide` finds the governing rule set
-/// first (a walk down the path's names, or nothing at all for a vault without rules) and reads
-/// /proc only when there is one, and only what its principals need.
+/// `decide` reads /proc only for a node that has a governing rule set, and only what its
+/// principals need.
 public struct AccessPolicy: Sendable {
-    /// The rule sets as a tree of names, so that finding the nearest one costs one hash per
-    /// component of the path rather than one per ancestor path.
-    private struct Node: Sendable {
-        var ruleSet: RuleSet?
-        var children: [ItemName: Node] = [:]
-    }
+    private let byNode: [NodeID: RuleSet]
+    /// The rule sets, by node id, for listing.
+    public let ruleSets: [RuleSet]
 
-    private var root = Node()
-    /// Rule sets in the order given, for listing.
-    public private(set) var ruleSets: [RuleSet] = []
+    public static let empty = AccessPolicy(ruleSets: [])
 
-    public static let empty = AccessPolicy([])
-
-    /// Rules given twice for one path form one rule set, in the order given.
-    public init(_ rules: [(VaultPath, [AccessRule])]) {
-        var order: [VaultPath] = []
-        var byPath: [VaultPath: [AccessRule]] = [:]
-        for (path, pathRules) in rules {
-            if byPath[path] == nil { order.append(path) }
-            byPath[path, default: []] += pathRules
-        }
-        for path in order {
-            let set = RuleSet(path: path, rules: byPath[path]!)
-            ruleSets.append(set)
-            AccessPolicy.insert(set, components: path.components[...], into: &root)
-        }
-    }
-
+    /// Rule sets given twice for one node form one, with the rules in the order given.
     public init(ruleSets: [RuleSet]) {
-        self.init(ruleSets.map { ($0.path, $0.rules) })
-    }
-
-    private static func insert(_ set: RuleSet, components: ArraySlice<ItemName>, into node: inout Node) {
-        guard let first = components.first else {
-            node.ruleSet = set
-            return
+        var byNode: [NodeID: RuleSet] = [:]
+        for set in ruleSets {
+            byNode[set.node] = RuleSet(node: set.node, rules: (byNode[set.node]?.rules ?? []) + set.rules)
         }
-        insert(set, components: components.dropFirst(), into: &node.children[first, default: Node()])
+        self.byNode = byNode
+        self.ruleSets = byNode.values.sorted { $0.node.rawValue < $1.node.rawValue }
     }
 
-    public var hasAnyRules: Bool { !ruleSets.isEmpty }
+    public var hasAnyRules: Bool { !byNode.isEmpty }
 
-    /// The rule set that governs `path`: the nearest at or above it.
-    public func ruleSet(governing path: VaultPath) -> RuleSet? {
+    /// The rule set attached to `node` itself, if any.
+    public func ruleSet(of node: NodeID) -> RuleSet? {
+        byNode[node]
+    }
+
+    /// The rule set that governs `node`: its own, else the nearest of its ancestors', walking
+    /// up with `parentOf` (nil: no parent known, the walk ends there) to the root.
+    public func governing<E: Error>(_ node: NodeID, parentOf: (NodeID) throws(E) -> NodeID?) throws(E) -> RuleSet? {
         guard hasAnyRules else { return nil }
-        var node = root
-        var nearest = node.ruleSet
-        for name in path.components {
-            guard let child = node.children[name] else { break }
-            node = child
-            nearest = node.ruleSet ?? nearest
+        var current = node
+        // A cycle in what `parentOf` answers cannot loop forever: a tree is never this deep.
+        for _ in 0..<100_000 {
+            if let set = byNode[current] { return set }
+            guard current != .root, let parent = try parentOf(current) else { return nil }
+            current = parent
         }
-        return nearest
+        return nil
     }
 
-    /// Whether a rule set governs `path`; if not, every process of the mounting user may do
-    /// anything there and a caller need not ask who it is.
-    public func isRuled(_ path: VaultPath) -> Bool {
-        ruleSet(governing: path) != nil
-    }
-
-    /// The paths strictly below `path` that have rule sets of their own. Renaming or removing
-    /// `path` moves or removes them too, so the rules at each must allow it: otherwise
-    /// renaming an unruled parent would carry a ruled dictionary out from under its rules.
-    public func ruledPaths(below path: VaultPath) -> [VaultPath] {
-        guard hasAnyRules else { return [] }
-        var node = root
-        for name in path.components {
-            guard let child = node.children[name] else { return [] }
-            node = child
-        }
-        var found: [VaultPath] = []
-        func collect(_ node: Node) {
-            for child in node.children.values {
-                if let set = child.ruleSet { found.append(set.path) }
-                collect(child)
-            }
-        }
-        collect(node)
-        return found
-    }
-
-    /// The decision for `identity` doing `access` at `path`. The governing rule set's rules
-    /// that match the process are considered together: one that permits the access without
-    /// confirmation allows it; else one that permits it with confirmation asks; else the
+    /// The decision for `identity` doing `access` under the rule set `set` (the governing one).
+    /// Its rules that match the process are considered together: one that permits the access
+    /// without confirmation allows it; else one that permits it with confirmation asks; else the
     /// process is refused (read-only, or admitted by no rule).
-    public func decide(path: VaultPath, identity: ProcessIdentity, access: Access) -> AccessDecision {
-        guard let set = ruleSet(governing: path) else { return .allow }
+    public func decide(_ set: RuleSet, identity: ProcessIdentity, access: Access) -> AccessDecision {
         var files = FileIdentityCache()
         let matching = set.rules.filter { $0.principal.matches(identity, files: &files) }
         let permitting = matching.filter { $0.permits(access) }

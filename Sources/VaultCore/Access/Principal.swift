@@ -45,6 +45,16 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether both name the same executable path or the same unit, whatever file the path led
+    /// to when each was made: a rule for it replaces the other's.
+    public func namesSameSubject(as other: Principal) -> Bool {
+        switch (self, other) {
+        case (.executable(let path, _, _), .executable(let otherPath, _, _)): path == otherPath
+        case (.unit(let name), .unit(let otherName)): name == otherName
+        default: false
+        }
+    }
+
     /// Whether the file at an executable principal's path is no longer the one the rule was
     /// made for (replaced or gone); false for a unit.
     public var fileChanged: Bool {

@@ -104,6 +104,8 @@ struct VaultKeys: ~Copyable {
     let attributeTag: SecureBuffer
     /// Tags an attribute's (name, value) pair, whatever node holds it: the search index.
     let attributeSearch: SecureBuffer
+    /// Keys the MAC over every access rule record (in the vault's row).
+    let rules: SecureBuffer
 
     init(master: borrowing SecureBuffer) throws(VaultError) {
         let content = try KeyDerivation.subkey(1, of: master)
@@ -112,12 +114,14 @@ struct VaultKeys: ~Copyable {
         let header = try KeyDerivation.subkey(4, of: master)
         let attributeTag = try KeyDerivation.subkey(5, of: master)
         let attributeSearch = try KeyDerivation.subkey(6, of: master)
+        let rules = try KeyDerivation.subkey(7, of: master)
         self.content = content
         self.name = name
         self.tag = tag
         self.header = header
         self.attributeTag = attributeTag
         self.attributeSearch = attributeSearch
+        self.rules = rules
     }
 
     /// Keyed BLAKE2b over arbitrary bytes (lookup tags, header MAC).

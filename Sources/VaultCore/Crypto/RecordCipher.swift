@@ -18,6 +18,7 @@ struct RecordPlace {
 final class RecordCipher: Sendable {
     private enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
+        case rules = 7
     }
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
@@ -250,6 +251,45 @@ final class RecordCipher: Sendable {
 
     func openAttributeValue(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) throws(VaultError) -> SecureBuffer? {
         try openPadded(sealed, associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
+    }
+
+    // MARK: access rules
+
+    /// A node's rules, bound to the node and its incarnation like its attributes: a record
+    /// copied to another node, or left over from a deleted one, fails to open.
+    func sealRules(_ rules: [AccessRule], _ place: RecordPlace) -> [UInt8] {
+        let ad = associatedData(.rules, place, binding: 0)
+        return RuleRecord.encode(rules).withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+    }
+
+    /// nil when the record fails authentication or is not a well-formed record.
+    func openRules(_ sealed: [UInt8], _ place: RecordPlace) -> [AccessRule]? {
+        guard let plain = AEAD.openMetadata(sealed, key: keys.content, associatedData: associatedData(.rules, place, binding: 0)) else {
+            return nil
+        }
+        return RuleRecord.decode(plain)
+    }
+
+    /// The MAC over every rule record of the vault, kept in the vault's row: one record more,
+    /// one less, or one put back from an earlier state changes it, which a per-record seal
+    /// alone cannot show. `rows` are (node, incarnation, sealed record); the order given does
+    /// not matter (they are taken by node id), and every field is length-prefixed.
+    func rulesMAC(_ rows: [(place: RecordPlace, sealed: [UInt8])]) -> [UInt8] {
+        var message = RecordCipher.formatTag + Array("rules".utf8) + vaultID
+        message.appendLittleEndian(UInt64(rows.count))
+        for row in rows.sorted(by: { $0.place.node.rawValue < $1.place.node.rawValue }) {
+            message.appendLittleEndian(UInt64(bitPattern: row.place.node.rawValue))
+            message.appendLittleEndian(UInt64(row.place.incarnation.count))
+            message += row.place.incarnation
+            message.appendLittleEndian(UInt64(row.sealed.count))
+            message += row.sealed
+        }
+        return VaultKeys.keyedHash(message, key: keys.rules)
+    }
+
+    func rulesMACMatches(_ stored: [UInt8], _ rows: [(place: RecordPlace, sealed: [UInt8])]) -> Bool {
+        let expected = rulesMAC(rows)
+        return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
     }
 
     // MARK: padding (libsodium's ISO/IEC 7816-4 padding)

@@ -11,6 +11,10 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 2, run: resealAttributesInLayout2),
         // 2 -> 3: the storage adds the table of a node's attributes (empty); no record changes.
         FormatUpgrade(target: 3, run: { _ in }),
+        // 3 -> 4: the storage adds the table of access rules (empty) and the column of their MAC.
+        FormatUpgrade(target: 4, run: { (store) throws(VaultError) in
+            try addAccessRules(store)
+        }),
     ]
 
     /// Brings the vault behind `store` to `VaultFormat.version`; `found` is the version it was
@@ -57,5 +61,10 @@ struct FormatUpgrade: Sendable {
             attributes.subdictionaries = attributes.kind == .dictionary ? subdictionaries[row.id, default: 0] : 0
             try store.storage.updateAttributes(of: row.id, sealedAttributes: store.cipher.sealAttributes(attributes, place))
         }
+    }
+
+    /// 3 -> 4: no rules yet, and the MAC that says so (a missing MAC is an integrity failure).
+    private static func addAccessRules(_ store: NodeStore) throws(VaultError) {
+        try store.sealEmptyRules()
     }
 }

@@ -206,10 +206,12 @@ struct NodeStore {
         try changeEntries(of: dictionary, by: -1, subdictionaries: record.kind == .dictionary ? -1 : 0, at: time)
     }
 
-    /// Deletes a node and, for a dictionary, everything below it, their attributes with them.
+    /// Deletes a node and, for a dictionary, everything below it, their attributes and access
+    /// rules with them.
     private func delete(_ record: NodeRecord) throws(VaultError) {
         // First: the subtree is found through the node rows.
         try storage.deleteAttributes(of: record.id, subtree: record.kind == .dictionary)
+        try deleteRules(of: record, subtree: record.kind == .dictionary)
         if record.kind == .dictionary {
             try storage.deleteSubtree(record.id)
         } else {

@@ -15,8 +15,8 @@
 /// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
 /// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
 ///
-/// Methods are grouped by record family; the next families (access rules, an access log) come
-/// as further groups, with their rows beside `NodeRow` and `AttributeRow`.
+/// Methods are grouped by record family; the next families (an access log) come as further
+/// groups, with their rows beside `NodeRow`, `AttributeRow` and `RuleRow`.
 /// Outside `write`/`read`, each call is its own snapshot. Not thread-safe: a vault serialises its
 /// calls with its own mutex, which is what makes the `Sendable` claim of implementations true.
 protocol VaultStorage: AnyObject, Sendable {
@@ -106,6 +106,24 @@ protocol VaultStorage: AnyObject, Sendable {
     func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError)
     /// Every attribute row, for verify. Rows the storage cannot read come as `.malformed`.
     func everyAttribute() throws(VaultError) -> [StoredAttribute]
+
+    // MARK: access rules
+
+    /// Every rule row, by node id. A row the storage cannot read is an integrity failure.
+    func ruleRows() throws(VaultError) -> [RuleRow]
+    /// Inserts the row, or replaces the one of the same node.
+    func upsertRule(_ row: RuleRow) throws(VaultError)
+    /// Whether there was such a row.
+    @discardableResult
+    func deleteRule(of node: NodeID) throws(VaultError) -> Bool
+    /// Deletes the rule row of `node`, or with `subtree` those of every node below it as well,
+    /// and returns the rows deleted; called before the nodes themselves are deleted, in the
+    /// same transaction.
+    func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow]
+    /// The MAC over every rule row; nil when it is missing (never, once at format 4).
+    func rulesMAC() throws(VaultError) -> [UInt8]?
+    /// In the same transaction as the rule rows it covers.
+    func setRulesMAC(_ mac: [UInt8]) throws(VaultError)
 }
 
 /// How a write transaction's commit reaches the disk.
@@ -168,6 +186,13 @@ struct AttributeRow {
     let searchTag: [UInt8]
     let sealedName: [UInt8]
     let sealedValue: [UInt8]
+}
+
+/// A node's access rules as stored: nothing here is trusted until NodeStore has opened the
+/// sealed record (bound to the node and its incarnation) and checked the MAC over all rows.
+struct RuleRow: Equatable {
+    let node: NodeID
+    let sealed: [UInt8]
 }
 
 /// A row of `everyAttribute`.

@@ -30,6 +30,7 @@ enum SQLiteSchema {
             UNIQUE (parent, name_tag)
         );
         \(attributesTable)
+        \(rulesTable)
         """
 
     /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
@@ -46,10 +47,20 @@ enum SQLiteSchema {
         CREATE INDEX attributes_by_search_tag ON attributes (search_tag);
         """
 
+    /// Access rules: one sealed record per ruled node, and the MAC over all of them in the
+    /// vault's row (NULL only until the upgrade to format 4 writes the MAC of no rules).
+    static let rulesTable = """
+        CREATE TABLE rules (
+            node   INTEGER PRIMARY KEY,
+            sealed BLOB    NOT NULL
+        );
+        ALTER TABLE vault ADD COLUMN rules_mac BLOB;
+        """
+
     /// What the tables need to reach each format version from the one before, by target
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
-    /// the table of attributes.
-    static let migrations: [Int: String] = [3: attributesTable]
+    /// the table of attributes; version 4 the access rules.
+    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable]
 
     /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
     /// so replaced ciphertexts do not linger, wait out other writers rather than fail.

@@ -319,4 +319,52 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         }
         return attributes
     }
+
+    // MARK: access rules
+
+    private func ruleRows(_ sql: String, _ arguments: [SQLValue] = []) throws(VaultError) -> [RuleRow] {
+        var rows: [RuleRow] = []
+        try db.query(sql, arguments) { (row) throws(VaultError) in
+            guard let node = row[0].integer, let sealed = row[1].blob else {
+                throw .integrityFailure("the access rules of record \(row[0].integer.map(String.init) ?? "?") (malformed row)")
+            }
+            rows.append(RuleRow(node: NodeID(node), sealed: sealed))
+        }
+        return rows
+    }
+
+    func ruleRows() throws(VaultError) -> [RuleRow] {
+        try ruleRows("SELECT node, sealed FROM rules ORDER BY node")
+    }
+
+    func upsertRule(_ row: RuleRow) throws(VaultError) {
+        try db.run("INSERT INTO rules (node, sealed) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET sealed = excluded.sealed",
+                   [.integer(row.node.rawValue), .blob(row.sealed)])
+    }
+
+    func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM rules WHERE node = ?", [.integer(node.rawValue)]) > 0
+    }
+
+    func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
+        if subtree {
+            return try ruleRows("""
+                WITH RECURSIVE subtree(id) AS (
+                    SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
+                )
+                DELETE FROM rules WHERE node IN subtree RETURNING node, sealed
+                """, [.integer(node.rawValue)])
+        }
+        return try ruleRows("DELETE FROM rules WHERE node = ? RETURNING node, sealed", [.integer(node.rawValue)])
+    }
+
+    func rulesMAC() throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT rules_mac FROM vault WHERE singleton = 1")?.first?.blob
+    }
+
+    func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
+        guard try db.run("UPDATE vault SET rules_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
+            throw .integrityFailure("vault header (missing)")
+        }
+    }
 }
