@@ -1,0 +1,281 @@
+import Foundation
+import Testing
+import VaultCore
+
+let headRule = AccessRule(try! Principal.executable(at: "/usr/bin/head"))
+let nginxRule = AccessRule(.unit("nginx.service"), readOnly: true, confirm: true)
+
+/// The rule rows as stored, by node.
+func rawRuleRows(_ file: String) -> [(Int64, [UInt8])] {
+    withRawDatabase(file) { rawBlobs($0, "SELECT node, sealed FROM rules ORDER BY node") }
+}
+
+func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x", $0) }.joined() + "'" }
+
+/// Rules stored in the vault: sealed per node, listed by path, kept across renames, deleted
+/// with their nodes.
+@Suite struct RuleRecordTests {
+    @Test func rulesRoundTripThroughTheVault() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.store(secret("t"), at: path("app/token"))
+        try vault.store(secret("o"), at: path("other/token"))
+        #expect(try !vault.accessPolicy().hasAnyRules)
+        #expect(try vault.ruleSets().isEmpty)
+
+        try vault.allow(headRule, at: path("app"))
+        try vault.allow(nginxRule, at: path("app"))
+        try vault.allow(AccessRule(.unit("backup.scope"), readOnly: true), at: path("other/token"))
+        let app = try vault.node(at: path("app")).id, otherToken = try vault.node(at: path("other/token")).id
+
+        let reopened = try reopen(scratch)
+        let policy = try reopened.accessPolicy()
+        #expect(policy.ruleSets.count == 2)
+        #expect(policy.ruleSet(of: app)?.rules == [headRule, nginxRule])
+        #expect(policy.ruleSet(of: otherToken)?.rules == [AccessRule(.unit("backup.scope"), readOnly: true)])
+        #expect(try reopened.ruleSets().map(\.path) == [path("app"), path("other/token")])
+        #expect(try reopened.ruleSets(at: path("other")).map(\.path) == [path("other/token")])
+        #expect(try reopened.ruleSets(at: path("app/token")).isEmpty)
+        #expect(try reopened.verify().isEmpty)
+
+        // The same principal again replaces the earlier rule's flags, in place.
+        try reopened.allow(AccessRule(headRule.principal, readOnly: true), at: path("app"))
+        #expect(try reopened.accessPolicy().ruleSet(of: app)?.rules == [AccessRule(headRule.principal, readOnly: true), nginxRule])
+
+        // Governing: an item below `app` is governed by app's set, read through storage.
+        let token = try reopened.node(at: path("app/token")).id
+        let current = try reopened.accessPolicy()
+        #expect(try reopened.governingRuleSet(of: token, in: current)?.node == app)
+        #expect(try reopened.governingRuleSet(of: .root, in: current) == nil)
+        #expect(try reopened.governingRuleSet(of: token, in: .empty) == nil)
+
+        try reopened.disallow(nginxRule.principal, at: path("app"))
+        #expect(try reopened.accessPolicy().ruleSet(of: app)?.rules == [AccessRule(headRule.principal, readOnly: true)])
+        #expect(throws: VaultError.noSuchRule("app, --unit nginx.service")) { try reopened.disallow(nginxRule.principal, at: path("app")) }
+        try reopened.disallow(nil, at: path("app"))
+        #expect(try reopened.accessPolicy().ruleSet(of: app) == nil)
+        #expect(throws: VaultError.noSuchRule("app")) { try reopened.disallow(nil, at: path("app")) }
+        #expect(throws: VaultError.notFound("missing")) { try reopened.allow(headRule, at: path("missing")) }
+        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [otherToken.rawValue])
+        #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test func disallowingTheLastRuleRemovesTheRuleSet() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.makeDictionary(at: path("app"), withIntermediates: false)
+        try vault.allow(headRule, at: path("app"))
+        #expect(try vault.disallow(headRule.principal, at: path("app")).isEmpty)
+        #expect(try !vault.accessPolicy().hasAnyRules)
+        #expect(rawRuleRows(scratch.vaultPath).isEmpty)
+    }
+
+    @Test func noRuleIsStoredInTheClear() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.makeDictionary(at: path("SECRETDICT"), withIntermediates: false)
+        try vault.allow(AccessRule(.unit("canary-unit-name.service")), at: path("SECRETDICT"))
+        let bytes = vaultFileBytes(scratch.vaultPath)
+        #expect(!contains(bytes, Array("SECRETDICT".utf8)))
+        #expect(!contains(bytes, Array("canary-unit-name".utf8)))
+    }
+
+    @Test func aRenameCarriesItsRules() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.store(secret("t"), at: path("app/token"))
+        try vault.makeDictionary(at: path("elsewhere"), withIntermediates: false)
+        try vault.allow(headRule, at: path("app"))
+        try vault.allow(nginxRule, at: path("app/token"))
+        try vault.move(path("app"), to: path("elsewhere/renamed"))
+        #expect(try vault.ruleSets().map(\.path) == [path("elsewhere/renamed"), path("elsewhere/renamed/token")])
+        let token = try vault.node(at: path("elsewhere/renamed/token")).id
+        try vault.disallow(nginxRule.principal, at: path("elsewhere/renamed/token"))
+        #expect(try vault.governingRuleSet(of: token, in: vault.accessPolicy())?.rules == [headRule])
+        #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test func removingARuledNodeOrItsDictionaryRemovesItsRulesInTheSameTransaction() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.store(secret("t"), at: path("app/deep/token"))
+        try vault.store(secret("k"), at: path("keep/token"))
+        try vault.store(secret("x"), at: path("single"))
+        try vault.allow(headRule, at: path("app"))
+        try vault.allow(nginxRule, at: path("app/deep/token"))
+        try vault.allow(headRule, at: path("keep/token"))
+        try vault.allow(headRule, at: path("single"))
+        let keep = try vault.node(at: path("keep/token")).id.rawValue
+        #expect(rawRuleRows(scratch.vaultPath).count == 4)
+
+        try vault.remove(path("single"), recursive: false)
+        #expect(rawRuleRows(scratch.vaultPath).count == 3)
+        try vault.remove(path("app"), recursive: true)
+        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [keep])
+        let reopened = try reopen(scratch)
+        #expect(try reopened.ruleSets().map(\.path) == [path("keep/token")])
+        #expect(try reopened.verify().isEmpty)
+
+        // An item replaced by a rename goes with its rules.
+        try reopened.store(secret("n"), at: path("new"))
+        try reopened.move(path("new"), to: path("keep/token"))
+        #expect(rawRuleRows(scratch.vaultPath).isEmpty)
+        #expect(try !reopen(scratch).accessPolicy().hasAnyRules)
+        #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test func aNodeRowMovedOutFromUnderItsRulesIsRefusedWhenGoverning() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        try vault.store(secret("t"), at: path("app/token"))
+        try vault.makeDictionary(at: path("open"), withIntermediates: false)
+        try vault.allow(headRule, at: path("app"))
+        let token = try vault.node(at: path("app/token")).id.rawValue, open = try vault.node(at: path("open")).id.rawValue
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET parent = \(open) WHERE id = \(token)") }
+        let reopened = try reopen(scratch)
+        let policy = try reopened.accessPolicy()
+        do throws(VaultError) {
+            let set = try reopened.governingRuleSet(of: NodeID(token), in: policy)
+            Issue.record("a moved row was governed by \(String(describing: set))")
+        } catch .integrityFailure {
+        } catch {
+            Issue.record("failed with \(error), not an integrity failure")
+        }
+    }
+}
+
+/// A rule row tampered with in the file, in every way an attacker with the file could: the
+/// policy refuses to load (never a policy with a rule missing), verify reports it, and no
+/// change launders it.
+@Suite struct RuleTamperTests {
+    /// A vault with rules on `app` and `app/token`, and `other` unruled.
+    func makeRuled(_ scratch: Scratch) throws -> (app: Int64, token: Int64, other: Int64) {
+        let vault = try makeVault(scratch)
+        try vault.store(secret("t"), at: path("app/token"))
+        try vault.store(secret("o"), at: path("other/item"))
+        try vault.allow(headRule, at: path("app"))
+        try vault.allow(nginxRule, at: path("app/token"))
+        return (try vault.node(at: path("app")).id.rawValue, try vault.node(at: path("app/token")).id.rawValue,
+                try vault.node(at: path("other")).id.rawValue)
+    }
+
+    func expectRefused(_ scratch: Scratch, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let vault = try reopen(scratch)
+        do throws(VaultError) {
+            _ = try vault.accessPolicy()
+            Issue.record("\(what): the policy loaded", sourceLocation: sourceLocation)
+        } catch .integrityFailure {
+        } catch {
+            Issue.record("\(what): failed with \(error), not an integrity failure", sourceLocation: sourceLocation)
+        }
+        #expect(try !vault.verify().isEmpty, "\(what): verify saw nothing", sourceLocation: sourceLocation)
+        // A change checks the rules first: it does not seal a fresh MAC over the tampering.
+        #expect(throws: VaultError.self, "\(what): allow went through", sourceLocation: sourceLocation) {
+            try vault.allow(AccessRule(.unit("x.service")), at: path("other"))
+        }
+        #expect(throws: VaultError.self, "\(what): ruleSets listed", sourceLocation: sourceLocation) { try vault.ruleSets() }
+    }
+
+    @Test func aFlippedBitInARuleRecord() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        let original = rawRuleRows(scratch.vaultPath).first { $0.0 == ids.app }!.1
+        for offset in [0, 24, original.count / 2, original.count - 1] {
+            var damaged = original
+            damaged[offset] ^= 0x04
+            withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(damaged)) WHERE node = \(ids.app)") }
+            try expectRefused(scratch, "flip at \(offset)")
+        }
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(original)) WHERE node = \(ids.app)") }
+        #expect(try reopen(scratch).accessPolicy().ruleSets.count == 2)
+        #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test func aRuleRowMovedToAnotherNode() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET node = \(ids.other) WHERE node = \(ids.app)") }
+        try expectRefused(scratch, "moved to another node")
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET node = 9999 WHERE node = \(ids.other)") }
+        try expectRefused(scratch, "moved to a node that does not exist")
+    }
+
+    @Test func aDeletedRuleRow() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules WHERE node = \(ids.token)") }
+        try expectRefused(scratch, "deleted row")
+        // Deleting them all is no better.
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules") }
+        try expectRefused(scratch, "every row deleted")
+    }
+
+    @Test func anAddedCopyOfARuleRow() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "INSERT INTO rules (node, sealed) SELECT \(ids.other), sealed FROM rules WHERE node = \(ids.app)") }
+        try expectRefused(scratch, "added copy")
+    }
+
+    @Test func aRuleRowReplayedFromAnEarlierState() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        let earlier = rawRuleRows(scratch.vaultPath).first { $0.0 == ids.app }!.1
+        // The rule is made read-only, then the earlier (writable) record is put back.
+        try reopen(scratch).allow(AccessRule(headRule.principal, readOnly: true), at: path("app"))
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(earlier)) WHERE node = \(ids.app)") }
+        try expectRefused(scratch, "replayed row")
+    }
+
+    @Test func aMissingMAC() throws {
+        let scratch = Scratch()
+        _ = try makeRuled(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET rules_mac = NULL") }
+        try expectRefused(scratch, "NULL MAC")
+        // Even with no rules at all: an empty policy needs its MAC too.
+        let empty = Scratch()
+        _ = try makeVault(empty)
+        withRawDatabase(empty.vaultPath) { rawExec($0, "UPDATE vault SET rules_mac = NULL") }
+        try expectRefused(empty, "NULL MAC of no rules")
+    }
+
+    @Test func removingARuledNodeOfATamperedVaultFailsAndRemovesNothing() throws {
+        let scratch = Scratch()
+        let ids = try makeRuled(scratch)
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules WHERE node = \(ids.app)") }
+        let vault = try reopen(scratch)
+        #expect(throws: VaultError.self) { try vault.remove(path("app/token"), recursive: false) }
+        #expect(try vault.read(path("app/token")).testBytes == Array("t".utf8))
+        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [ids.token])
+    }
+}
+
+/// The upgrade to format 4 of vaults made before it: no rules, and a MAC that says so.
+@Suite struct RuleFormatUpgradeTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures").path
+
+    func fixturePassphrase() throws -> SecureBuffer {
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: RuleFormatUpgradeTests.fixtures + "/v1.passphrase")))
+        if bytes.last == 0x0A { bytes.removeLast() }
+        return secret(bytes)
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func anOlderVaultIsUpgradedWithAnEmptyPolicyAndTakesRules(version: Int) throws {
+        let scratch = Scratch()
+        try FileManager.default.copyItem(atPath: RuleFormatUpgradeTests.fixtures + "/v\(version).vault", toPath: scratch.vaultPath)
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT 1, rules_mac FROM vault") }.first?.1.count == 32)
+        #expect(try !vault.accessPolicy().hasAnyRules)
+        #expect(try vault.verify().isEmpty)
+        try vault.allow(headRule, at: path("app/token"))
+        let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(try reopened.ruleSets().map(\.path) == [path("app/token")])
+        #expect(try reopened.verify().isEmpty)
+        if version == 3 {
+            #expect(try reopened.read(path("app/token")).testBytes == Array("ghp_v3FixtureToken".utf8))
+            #expect(try reopened.attribute(try AttributeName("service"), at: path("mail/work/password")).testBytes == Array("mail".utf8))
+        }
+    }
+}
