@@ -15,6 +15,20 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ error: VaultError) {
         self.init(message: error.description, status: ExitStatus.code(for: error))
     }
+
+    init(_ error: AccessRuleError) {
+        self.init(message: error.description, status: ExitStatus.code(for: error))
+    }
+
+    /// Runs a step whose vault error becomes this command's failure.
+    static func vault<R>(_ body: () throws(VaultError) -> R) throws(CommandFailure) -> R {
+        do { return try body() } catch { throw CommandFailure(error) }
+    }
+
+    /// Runs a step whose rule error becomes this command's failure.
+    static func rule<R>(_ body: () throws(AccessRuleError) -> R) throws(CommandFailure) -> R {
+        do { return try body() } catch { throw CommandFailure(error) }
+    }
 }
 
 extension ParsableCommand {

@@ -1,0 +1,32 @@
+import ArgumentParser
+import VaultCore
+
+struct Allow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Admit a program to an item or dictionary (and everything below it); others are refused there.",
+        discussion: """
+            The nearest rule set at or above a path decides alone. A rule for the same --exe or --unit at PATH is \
+            replaced. Takes effect in a running mount within a second.
+            """
+    )
+
+    @OptionGroup var vault: VaultOptions
+    @OptionGroup var principal: PrincipalOptions
+    @Flag(name: .customLong("read-only"), help: "Only opening items for reading and listing dictionaries.") var readOnly = false
+    @Flag(help: "Ask first (the mount's --confirm-with command) before each access.") var confirm = false
+    @Argument(help: "Item or dictionary path; it must exist.") var path: String
+
+    func validate() throws {
+        guard principal.count == 1 else { throw ValidationError("give exactly one of --exe FILE or --unit NAME") }
+    }
+
+    func run() throws {
+        try reportingFailures { () throws(CommandFailure) in
+            let target = try CommandFailure.vault { () throws(VaultError) in try VaultPath(path) }
+            let made = try CommandFailure.rule { () throws(AccessRuleError) in try principal.principalForNewRule() }
+            try CommandFailure.vault { () throws(VaultError) in
+                try vault.openVault().allow(AccessRule(made, readOnly: readOnly, confirm: confirm), at: target)
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import VaultCore
+
+struct Rules: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the access rules at and below a path: each ruled path, then its rules.",
+        discussion: """
+            An --exe rule whose file was replaced or removed since the rule was made is marked: it now admits \
+            whatever file is at that path.
+            """
+    )
+
+    @OptionGroup var vault: VaultOptions
+    @Flag(help: "Print a JSON array of {\"path\", \"rules\": [{\"exe\" or \"unit\", \"readOnly\", \"confirm\", \"fileChanged\"}]}.")
+    var json = false
+    @Argument(help: "Item or dictionary path (default: the root).") var path: String = ""
+
+    static let replacedNote = "(the file at this path was replaced or removed since the rule was made)"
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let sets = try vault.openVault().ruleSets(at: try VaultPath(path))
+            if json {
+                try JSONOutput.write(sets.map { RuleSetJSON(path: $0.path.description, rules: $0.ruleSet.rules.map(RuleSetJSON.Rule.init)) })
+                return
+            }
+            var output = ""
+            for (ruled, set) in sets {
+                output += ruled.description + "\n"
+                for rule in set.rules {
+                    output += "    " + rule.description + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "") + "\n"
+                }
+            }
+            Terminal.writeAll(1, output)
+        }
+    }
+}
