@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 
 let headRule = AccessRule(try! Principal.executable(at: "/usr/bin/head"))
 let nginxRule = AccessRule(.unit("nginx.service"), readOnly: true, confirm: true)
@@ -58,6 +58,44 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(throws: VaultError.notFound("missing")) { try reopened.allow(headRule, at: path("missing")) }
         #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [otherToken.rawValue])
         #expect(try reopen(scratch).verify().isEmpty)
+    }
+
+    @Test func theRecordLayoutRoundTripsAndRefusesAnythingElse() {
+        let rules = [headRule, nginxRule, AccessRule(.executable(path: "/opt/ä b", device: .max, inode: 7), readOnly: true),
+                     AccessRule(.unit("x.scope"), confirm: true)]
+        let encoded = RuleRecord.encode(rules)
+        #expect(RuleRecord.decode(encoded) == rules)
+        #expect(RuleRecord.decode(RuleRecord.encode([])) == [])
+        #expect(RuleRecord.decode(encoded + [0]) == nil, "trailing bytes")
+        #expect(RuleRecord.decode(Array(encoded.dropLast())) == nil, "cut short")
+        #expect(RuleRecord.decode([2] + encoded.dropFirst()) == nil, "another layout")
+        var flags = RuleRecord.encode([nginxRule])
+        flags[4] |= 0x80
+        #expect(RuleRecord.decode(flags) == nil, "unknown flag")
+        var kind = RuleRecord.encode([nginxRule])
+        kind[3] = 9
+        #expect(RuleRecord.decode(kind) == nil, "unknown kind")
+        #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.unit("nginx"))])) == nil, "not a unit name")
+        #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.executable(path: "rel", device: 1, inode: 2))])) == nil, "relative path")
+    }
+
+    @Test func theRulesStampChangesWithTheRulesOnly() throws {
+        let scratch = Scratch()
+        let mount = try makeVault(scratch)
+        try mount.store(secret("t"), at: path("app/token"))
+        let first = try mount.rulesStamp()
+        try mount.store(secret("u"), at: path("app/token"))
+        #expect(try mount.rulesStamp() == first)
+        // Another process (here another connection) changes the rules: the mount sees it.
+        try reopen(scratch).allow(headRule, at: path("app"))
+        let second = try mount.rulesStamp()
+        #expect(second != first)
+        #expect(try mount.accessPolicy().hasAnyRules)
+        try reopen(scratch).allow(headRule, at: path("app"))
+        #expect(try mount.rulesStamp() != second, "every change reseals, even to the same rules")
+        mount.lock()
+        #expect(throws: VaultError.locked) { try mount.rulesStamp() }
+        #expect(throws: VaultError.locked) { try mount.accessPolicy() }
     }
 
     @Test func disallowingTheLastRuleRemovesTheRuleSet() throws {
