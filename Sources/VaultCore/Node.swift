@@ -23,6 +23,10 @@ public struct Timestamp: Sendable, Equatable, Comparable {
         self.nanoseconds = nanoseconds
     }
 
+    public init(_ time: timespec) {
+        self.init(seconds: Int64(time.tv_sec), nanoseconds: UInt32(time.tv_nsec))
+    }
+
     public static func now() -> Timestamp {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

@@ -19,6 +19,22 @@ extension Vault {
         }
     }
 
+    /// The path of a node from the root, its names authenticated on the way up, in one
+    /// snapshot: what a confirmation dialog shows. The names stay in their own wiped memory.
+    public func path(of id: NodeID) throws(VaultError) -> VaultPath {
+        try reading { (store) throws(VaultError) in
+            var names: [ItemName] = []
+            var current = id
+            while current != .root {
+                guard let (record, name) = try store.recordAndName(current), let name else { throw .notFound("node \(id)") }
+                names.append(name)
+                current = record.parent
+                if names.count > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(id))") }
+            }
+            return VaultPath(components: names.reversed())
+        }
+    }
+
     /// Changes whenever anything is committed to the vault, by this process or another: what
     /// tells a reader whether something it read earlier may be out of date.
     public struct ChangeStamp: Equatable, Sendable {

@@ -21,6 +21,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// Opening a vault of an older format could not upgrade it; it was left as it was.
     case formatUpgradeFailed(path: String, version: Int, target: Int, reason: String)
     case locked
+    /// An access rule refused the process behind a request (the denial names the process,
+    /// never the path).
+    case accessDenied(AccessDenial)
     case diskFull
     case storageFailure(String)
     case secureMemoryUnavailable(String)
@@ -74,6 +77,8 @@ extension VaultError: CustomStringConvertible {
         case .formatUpgradeFailed(let path, let version, let target, let reason):
             return "\(path): cannot upgrade the vault from format version \(version) to \(target) (\(reason)); "
                 + "the vault is unchanged and still format version \(version)"
+        case .accessDenied(let denial):
+            return "access denied: \(denial)"
         case .locked:
             return "the vault is locked"
         case .diskFull:

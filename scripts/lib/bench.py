@@ -34,9 +34,9 @@ def cleanup():
     shutil.rmtree(work, ignore_errors=True)
 
 
-def kfs_mount(vault, mountpoint, kdf="interactive"):
+def kfs_mount(vault, mountpoint, kdf="interactive", extra=()):
     os.makedirs(mountpoint, exist_ok=True)
-    sh([KFS, "mount", "--vault", vault, "--passphrase-file", PW, "--kdf", kdf, mountpoint])
+    sh([KFS, "mount", "--vault", vault, "--passphrase-file", PW, "--kdf", kdf, *extra, mountpoint])
     mounted.append(mountpoint)
 
 
@@ -83,6 +83,7 @@ rename_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s
 delete_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s/r%%d'%%(d,i))\nos.rmdir(d)\n" % (N + 1)
 
 results = {}  # (workload, system) -> [seconds]
+logging_cost = {}  # "on"/"off" -> [seconds of `cat all`], access log on (default) and off
 sized = {}  # items -> (populate seconds, mount seconds, RSS MiB, set seconds)
 
 
@@ -103,6 +104,10 @@ try:
     sh([KFS, "init", "--vault", os.path.join(work, "bench.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
     kfs_mount(os.path.join(work, "bench.vault"), kfs)
     systems = [("tmpfs", tmpfs), ("gocryptfs", gocrypt), ("keychainfs", kfs)]
+    # The same vault format with the access log off, for what logging costs (`cat all`).
+    kfs_nolog = os.path.join(work, "keychainfs-nolog")
+    sh([KFS, "init", "--vault", os.path.join(work, "nolog.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
+    kfs_mount(os.path.join(work, "nolog.vault"), kfs_nolog, extra=["--log-entries", "0"])
 
     for run in range(args.runs):
         for name, root in systems:
@@ -114,6 +119,10 @@ try:
             record("delete all", name, timed(["python3", "-c", delete_all, d]))
             record("create %d x 64 B, fsync each" % N, name, timed(["python3", "-c", create_fsync, d + "f"]))
             sh("rm -rf %sf" % d)
+        d = os.path.join(kfs_nolog, "run%d" % run)
+        sh(["bash", "-c", create_echo % d])
+        logging_cost.setdefault("off", []).append(timed("cat %s/* > /dev/null" % d))
+        logging_cost.setdefault("on", []).append(results[("cat all", "keychainfs")][-1])
 
     if not args.workloads_only:  # a quick look while working on the filesystem
         # Mount times: with the KDF as configured by default, and with a cheap one.
@@ -215,6 +224,10 @@ for r in rows:
     lines.append("| %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2)))
 lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
           % (commit_us["FULL"], commit_us["NORMAL"])]
+if logging_cost:
+    on, off = statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])
+    lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."
+              % (on, off, on / off)]
 if sized:
     lines += ["", "| items in the vault | time to add them through the mount | mount time | daemon RSS after `ls -R` | `keychainfs set` "
               "| time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
@@ -235,6 +248,8 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
     for r in rows:
         csv.write('"%s",%s,%s,%s,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3)))
     csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
+    if logging_cost:
+        csv.write('"cat all log on",,,%f,,\n"cat all log off",,,%f,,\n' % (statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])))
     for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
         if find_s is not None:

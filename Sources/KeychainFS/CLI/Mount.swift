@@ -19,6 +19,18 @@ struct Mount: ParsableCommand {
     @Option(name: .customLong("idle-lock"), help: "Lock after this long without any access (30s, 15m, 1h).")
     var idleLock: String?
 
+    @Option(name: .customLong("confirm-with"),
+            help: ArgumentHelp("Run CMD (sh -c) to ask whether a process may have the access a --confirm rule lets it ask for; exit 0 allows.",
+                               valueName: "CMD"))
+    var confirmWith: String?
+
+    @Option(name: .customLong("confirm-remember"), help: "How long a confirmation holds for its process and rule (default 5m).")
+    var confirmRemember: String = "5m"
+
+    /// Tests only: how long a confirmation command may take (seconds), instead of 30.
+    @Option(name: .customLong("confirm-timeout"), help: .private)
+    var confirmTimeout: Int?
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -32,11 +44,20 @@ struct Mount: ParsableCommand {
         if let idleLock, LockTriggers.parseDuration(idleLock) == nil {
             throw ValidationError("--idle-lock takes a duration such as 30s, 15m or 1h")
         }
+        if LockTriggers.parseDuration(confirmRemember) == nil {
+            throw ValidationError("--confirm-remember takes a duration such as 30s, 5m or 1h")
+        }
+        if let confirmWith, confirmWith.allSatisfy(\.isWhitespace) {
+            throw ValidationError("--confirm-with needs a command")
+        }
     }
 
     func run() throws {
         let request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf,
-                                   idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration))
+                                   idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration),
+                                   confirmCommand: confirmWith,
+                                   confirmRememberSeconds: LockTriggers.parseDuration(confirmRemember) ?? 300,
+                                   confirmTimeoutSeconds: confirmTimeout ?? 30)
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

@@ -29,7 +29,10 @@ enum BackgroundLaunch {
 
         let arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
                          "--vault", vaultPath, "--kdf", request.kdf.rawValue]
-            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? []) + [mountpoint]
+            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
+            + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
+            + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
+            + [mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

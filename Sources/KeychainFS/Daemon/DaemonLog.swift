@@ -28,12 +28,17 @@ enum DaemonLog {
         case helperThreadFailed(errno: Int32)
         case controlSocketStopped(errno: Int32)
         case ptraceUnrestricted(scope: Int?)
+        case accessDenied(AccessDenial)
+        case confirmation(ConfirmationAnswer, pid: pid_t)
+        case accessRulesRefused(VaultError)
 
         var priority: Int32 {
             switch self {
             case .started, .stopped: LOG_INFO
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
-            case .refused, .ptraceUnrestricted: LOG_WARNING
+            case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
+            case .confirmation: LOG_NOTICE
+            case .accessRulesRefused: LOG_ERR
             case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped: LOG_ERR
             }
         }
@@ -70,6 +75,14 @@ enum DaemonLog {
                 "the control socket stopped accepting (\(DaemonLog.errnoName(code))): lock, unlock and status no longer reach this mount"
             case .ptraceUnrestricted(let scope):
                 PtraceScope.warning(scope: scope) ?? "kernel.yama.ptrace_scope is \(scope ?? -1)"
+            case .accessDenied(let denial):
+                // The denial names the process, never the path.
+                "refused: \(denial)"
+            case .confirmation(let answer, let pid):
+                "confirmation for process \(pid): " + DaemonLog.describe(answer)
+            case .accessRulesRefused(let error):
+                "the access rules cannot be read, so every request is refused until they can: "
+                    + (error.errno == EIO ? "a rule record failed authentication or could not be read" : DaemonLog.errnoName(error.errno))
             }
         }
     }
@@ -103,6 +116,9 @@ enum DaemonLog {
     static func helperThreadFailed(errno code: Int32) { record(.helperThreadFailed(errno: code)) }
     static func controlSocketStopped(errno code: Int32) { record(.controlSocketStopped(errno: code)) }
     /// When access rules apply and ptrace is not restricted enough for them to hold.
+    static func accessDenied(_ denial: AccessDenial) { record(.accessDenied(denial)) }
+    static func confirmationAnswered(_ answer: ConfirmationAnswer, pid: pid_t) { record(.confirmation(answer, pid: pid)) }
+    static func accessRulesRefused(_ error: VaultError) { record(.accessRulesRefused(error)) }
     static func ptraceUnrestricted(scope: Int?) { record(.ptraceUnrestricted(scope: scope)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
@@ -130,6 +146,15 @@ enum DaemonLog {
     }
 
     /// Control characters in a path would forge or break log lines.
+    static func describe(_ answer: ConfirmationAnswer) -> String {
+        switch answer {
+        case .allowed: "allowed"
+        case .refused(let status): "refused (exit status \(status))"
+        case .timedOut: "no answer in time, refused"
+        case .unavailable(let reason): "refused: " + reason
+        }
+    }
+
     static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }

@@ -74,7 +74,8 @@ enum MountDaemon {
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
-        let fileSystem = FileSystem(vault: vault) {
+        let gate = try accessGate(vault, request: request, mountpoint: mountpoint)
+        let fileSystem = FileSystem(vault: vault, gate: gate) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
@@ -99,6 +100,7 @@ enum MountDaemon {
             withExtendedLifetime(claim) {}
         }
         control.start()
+        gate.startRefreshing()
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
@@ -107,6 +109,24 @@ enum MountDaemon {
         } catch {
             throw CommandFailure(message: error.message, status: .mountFailure)
         }
+    }
+
+    /// The vault's access rules, read before anything is served: rules that fail
+    /// authentication refuse the mount (never fail open).
+    private static func accessGate(_ vault: Vault, request: MountRequest, mountpoint: String) throws(CommandFailure) -> AccessGate {
+        let policy: AccessPolicy
+        do throws(VaultError) {
+            policy = try vault.accessPolicy()
+        } catch {
+            throw CommandFailure(error)
+        }
+        // Rules trust what /proc says a process runs; say when ptrace makes that weak.
+        let scope = PtraceScope.current()
+        if PtraceScope.warning(scope: scope) != nil { DaemonLog.ptraceUnrestricted(scope: scope) }
+        let broker = ConfirmationBroker(command: request.confirmCommand, pathPrefix: mountpoint,
+                                        timeout: .seconds(request.confirmTimeoutSeconds),
+                                        rememberDuration: .seconds(request.confirmRememberSeconds))
+        return AccessGate(vault: vault, policy: policy, broker: broker)
     }
 
     /// The vault, unlocked and claimed for this mount. The passphrase is wiped on return.

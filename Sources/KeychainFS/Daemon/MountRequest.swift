@@ -7,6 +7,12 @@ struct MountRequest {
     let kdf: KDFPreset
     /// Lock after this many seconds without a request; nil for never.
     let idleLockSeconds: Int?
+    /// The `--confirm-with` command (run with `sh -c`); nil: confirm rules refuse.
+    var confirmCommand: String? = nil
+    /// How long a confirmation's answer holds for its process and rule.
+    var confirmRememberSeconds: Int = 300
+    /// How long a confirmation command may take before it is stopped and the access refused.
+    var confirmTimeoutSeconds: Int = 30
 }
 
 extension MountRequest {

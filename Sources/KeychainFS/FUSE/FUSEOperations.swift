@@ -67,11 +67,59 @@ enum FUSEOperations {
         }
     }
 
+    /// A request handed to the thread that answers it once the user confirmed it.
+    private struct AnsweredLater: @unchecked Sendable {
+        let req: fuse_req_t?
+    }
+
+    /// Serves `body` if the access rules allow each of `checks`; for a `--confirm` rule it asks
+    /// on a thread of its own and serves or refuses from there, so that the session loop goes
+    /// on serving everyone else meanwhile. So `body` holds copies of what it needs from the
+    /// request: the kernel's buffer is wiped and reused once this returns.
+    private static func guarded(_ req: fuse_req_t?, _ checks: [AccessCheck],
+                                _ body: @escaping @Sendable (fuse_req_t?, FileSystem, RequestContext) throws(VaultError) -> Void) {
+        let fs = fileSystem(req), who = caller(req)
+        switch fs.gate.evaluate(checks, who) {
+        case .allowed:
+            serve(req, fs, who, body)
+        case .refused(let error):
+            fuse_reply_err(req, error.errno)
+        case .needsConfirmation(let pending):
+            let later = AnsweredLater(req: req)
+            HelperThread.start {
+                if fs.gate.confirm(pending) != nil {
+                    fuse_reply_err(later.req, EACCES)
+                } else {
+                    serve(later.req, fs, who, body)
+                }
+            }
+        }
+    }
+
+    private static func serve(_ req: fuse_req_t?, _ fs: FileSystem, _ who: RequestContext,
+                              _ body: (fuse_req_t?, FileSystem, RequestContext) throws(VaultError) -> Void) {
+        do throws(VaultError) {
+            try body(req, fs, who)
+        } catch {
+            fuse_reply_err(req, error.errno)
+        }
+    }
+
     /// A name from the kernel, validated by the vault's rules.
     private static func name(_ raw: UnsafePointer<CChar>?) throws(VaultError) -> ItemName {
         guard let raw else { throw .invalidName("missing name") }
         // The request buffer it points into is wiped by the session loop once served.
         return try ItemName(bytes: UnsafeRawBufferPointer(start: raw, count: strlen(raw)))
+    }
+
+    /// Runs `body` with the request's name as the vault's own copy (the kernel's buffer is
+    /// wiped once served), or replies with why it is not a name.
+    private static func withName(_ req: fuse_req_t?, _ raw: UnsafePointer<CChar>?, _ body: (ItemName) -> Void) {
+        do throws(VaultError) {
+            body(try name(raw))
+        } catch {
+            fuse_reply_err(req, error.errno)
+        }
     }
 
     private static func entry(_ st: stat) -> fuse_entry_param {
@@ -134,24 +182,23 @@ enum FUSEOperations {
 
     static func setattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
                         _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            guard let attr else { throw .invalidArgument("no attributes") }
-            let mode = toSet & FUSE_SET_ATTR_MODE != 0 ? attr.pointee.st_mode : nil
-            let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int(attr.pointee.st_size) : nil
-            var modified: Timestamp? = nil
-            if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
-                modified = .now()
-            } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
-                modified = Timestamp(seconds: Int64(attr.pointee.st_mtim.tv_sec), nanoseconds: UInt32(attr.pointee.st_mtim.tv_nsec))
-            }
-            var accessed: Timestamp? = nil
-            if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
-                accessed = .now()
-            } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
-                accessed = Timestamp(seconds: Int64(attr.pointee.st_atim.tv_sec), nanoseconds: UInt32(attr.pointee.st_atim.tv_nsec))
-            }
-            if size != nil && size! < 0 { throw .invalidArgument("negative size") }
-            var st = try fs.setAttributes(UInt64(ino), handle: fi?.pointee.fh, mode: mode, size: size, modified: modified,
+        guard let attr else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        let handle = fi?.pointee.fh
+        let mode = toSet & FUSE_SET_ATTR_MODE != 0 ? attr.pointee.st_mode : nil
+        let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int(attr.pointee.st_size) : nil
+        let modified: Timestamp? = toSet & FUSE_SET_ATTR_MTIME_NOW != 0 ? .now()
+            : toSet & FUSE_SET_ATTR_MTIME != 0 ? Timestamp(attr.pointee.st_mtim) : nil
+        let accessed: Timestamp? = toSet & FUSE_SET_ATTR_ATIME_NOW != 0 ? .now()
+            : toSet & FUSE_SET_ATTR_ATIME != 0 ? Timestamp(attr.pointee.st_atim) : nil
+        if let size, size < 0 {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+            var st = try fs.setAttributes(UInt64(ino), handle: handle, mode: mode, size: size, modified: modified,
                                           accessed: accessed, caller)
             fuse_reply_attr(req, &st, FileSystem.cacheSeconds)
         }
@@ -164,30 +211,38 @@ enum FUSEOperations {
             fuse_reply_err(req, EPERM)
             return
         }
-        replying(req) { (fs, caller) throws(VaultError) in
-            var e = entry(try fs.makeItem(UInt64(parent), try name(rawName), mode: mode, caller))
-            fuse_reply_entry(req, &e)
+        withName(req, rawName) { itemName in
+            guarded(req, [.write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+                var e = entry(try fs.makeItem(UInt64(parent), itemName, mode: mode, caller))
+                fuse_reply_entry(req, &e)
+            }
         }
     }
 
     static func mkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            var e = entry(try fs.makeDirectory(UInt64(parent), try name(rawName), mode: mode, caller))
-            fuse_reply_entry(req, &e)
+        withName(req, rawName) { itemName in
+            guarded(req, [.write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+                var e = entry(try fs.makeDirectory(UInt64(parent), itemName, mode: mode, caller))
+                fuse_reply_entry(req, &e)
+            }
         }
     }
 
     static func unlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            try fs.unlink(UInt64(parent), try name(rawName), caller)
-            fuse_reply_err(req, 0)
+        withName(req, rawName) { itemName in
+            guarded(req, [.write(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+                try fs.unlink(UInt64(parent), itemName, caller)
+                fuse_reply_err(req, 0)
+            }
         }
     }
 
     static func rmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            try fs.removeDirectory(UInt64(parent), try name(rawName), caller)
-            fuse_reply_err(req, 0)
+        withName(req, rawName) { itemName in
+            guarded(req, [.write(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+                try fs.removeDirectory(UInt64(parent), itemName, caller)
+                fuse_reply_err(req, 0)
+            }
         }
     }
 
@@ -198,38 +253,57 @@ enum FUSEOperations {
             fuse_reply_err(req, EINVAL)
             return
         }
-        replying(req) { (fs, caller) throws(VaultError) in
-            try fs.rename(UInt64(parent), try name(rawName), to: UInt64(newParent), try name(rawNewName),
-                          noReplace: flags & UInt32(RENAME_NOREPLACE) != 0, caller)
-            fuse_reply_err(req, 0)
+        withName(req, rawName) { source in
+            withName(req, rawNewName) { destination in
+                // What moves, the dictionary it leaves, the one it enters and what it replaces.
+                let checks: [AccessCheck] = [.write(UInt64(parent), source), .write(UInt64(parent)),
+                                             .write(UInt64(newParent)), .write(UInt64(newParent), destination)]
+                guarded(req, checks) { (req, fs, caller) throws(VaultError) in
+                    try fs.rename(UInt64(parent), source, to: UInt64(newParent), destination,
+                                  noReplace: flags & UInt32(RENAME_NOREPLACE) != 0, caller)
+                    fuse_reply_err(req, 0)
+                }
+            }
         }
     }
 
     static func open(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            guard let fi else { throw .invalidArgument("no file info") }
-            fi.pointee.fh = try fs.open(UInt64(ino), flags: fi.pointee.flags, caller)
+        guard let fi else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        let info = FileInfo(fi.pointee)
+        guarded(req, [.open(UInt64(ino), flags: info.value.flags)]) { (req, fs, caller) throws(VaultError) in
+            var reply = info.value
+            reply.fh = try fs.open(UInt64(ino), flags: reply.flags, caller)
             // Direct I/O: plaintext never enters the kernel's page cache.
-            fi.pointee.direct_io = 1
-            fi.pointee.keep_cache = 0
+            reply.direct_io = 1
+            reply.keep_cache = 0
             // A reader's close stores nothing, so it need not wait for a FLUSH round trip. Not
             // with O_TRUNC: that open changed the item, and its close is a store like any other.
-            if fi.pointee.flags & O_ACCMODE == O_RDONLY && fi.pointee.flags & O_TRUNC == 0 { fi.pointee.noflush = 1 }
+            if reply.flags & O_ACCMODE == O_RDONLY && reply.flags & O_TRUNC == 0 { reply.noflush = 1 }
             // The caller is gone (an interrupted open): nobody will ever release this handle.
-            if fuse_reply_open(req, fi) != 0 { try? fs.release(fi.pointee.fh, caller) }
+            if fuse_reply_open(req, &reply) != 0 { try? fs.release(reply.fh, caller) }
         }
     }
 
     static func create(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ mode: mode_t,
                        _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            guard let fi else { throw .invalidArgument("no file info") }
-            let (st, handle) = try fs.create(UInt64(parent), try name(rawName), mode: mode, flags: fi.pointee.flags, caller)
-            fi.pointee.fh = handle
-            fi.pointee.direct_io = 1
-            fi.pointee.keep_cache = 0
-            var e = entry(st)
-            if fuse_reply_create(req, &e, fi) != 0 { try? fs.release(handle, caller) }
+        guard let fi else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        let info = FileInfo(fi.pointee)
+        withName(req, rawName) { itemName in
+            guarded(req, [.write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+                var reply = info.value
+                let (st, handle) = try fs.create(UInt64(parent), itemName, mode: mode, flags: reply.flags, caller)
+                reply.fh = handle
+                reply.direct_io = 1
+                reply.keep_cache = 0
+                var e = entry(st)
+                if fuse_reply_create(req, &e, &reply) != 0 { try? fs.release(handle, caller) }
+            }
         }
     }
 
@@ -307,13 +381,20 @@ enum FUSEOperations {
     }
 
     static func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ size: Int) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            // Other namespaces hold nothing here, answered without the vault (security.capability
-            // is asked before every write).
-            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+        let name: AttributeName
+        do throws(VaultError) {
+            // Other namespaces hold nothing here, answered without the vault or the rules
+            // (security.capability is asked before every write).
+            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
                 fuse_reply_err(req, ENODATA)
                 return
             }
+            name = vaultName
+        } catch {
+            fuse_reply_err(req, error.errno)
+            return
+        }
+        guarded(req, [.read(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
             try fs.extendedAttribute(UInt64(ino), name, caller) { value in
                 value.withUnsafeBytes { replyXattr(req, $0, size: size) }
             }
@@ -321,7 +402,7 @@ enum FUSEOperations {
     }
 
     static func listxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int) {
-        replying(req) { (fs, caller) throws(VaultError) in
+        guarded(req, [.read(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
             let list = try fs.extendedAttributeList(UInt64(ino), caller)
             list.withUnsafeBytes { replyXattr(req, $0, size: size) }
         }
@@ -329,34 +410,59 @@ enum FUSEOperations {
 
     static func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?,
                          _ size: Int, _ flags: Int32) {
-        replying(req) { (fs, caller) throws(VaultError) in
+        let name: AttributeName
+        let copy: RequestValue
+        do throws(VaultError) {
             // trusted., security. and system. attributes (and ACLs) have no place in a vault.
-            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
                 fuse_reply_err(req, EOPNOTSUPP)
                 return
             }
-            let mode: AttributeSetMode = flags & Int32(XATTR_CREATE) != 0 ? .create : flags & Int32(XATTR_REPLACE) != 0 ? .replace : .createOrReplace
-            try fs.setExtendedAttribute(UInt64(ino), name, value: UnsafeRawBufferPointer(start: value, count: size), mode: mode, caller)
+            name = vaultName
+            // The value may be served after a confirmation, when the request buffer is gone.
+            copy = try RequestValue(copying: UnsafeRawBufferPointer(start: value, count: size))
+        } catch {
+            fuse_reply_err(req, error.errno)
+            return
+        }
+        let mode: AttributeSetMode = flags & Int32(XATTR_CREATE) != 0 ? .create : flags & Int32(XATTR_REPLACE) != 0 ? .replace : .createOrReplace
+        guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+            try copy.withUnsafeBytes { (bytes) throws(VaultError) in
+                try fs.setExtendedAttribute(UInt64(ino), name, value: bytes, mode: mode, caller)
+            }
             fuse_reply_err(req, 0)
         }
     }
 
     static func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
+        let name: AttributeName
+        do throws(VaultError) {
             // trusted., security. and system. attributes (and ACLs) have no place in a vault.
-            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
+            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
                 fuse_reply_err(req, EOPNOTSUPP)
                 return
             }
+            name = vaultName
+        } catch {
+            fuse_reply_err(req, error.errno)
+            return
+        }
+        guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
             try fs.removeExtendedAttribute(UInt64(ino), name, caller)
             fuse_reply_err(req, 0)
         }
     }
 
     static func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        replying(req) { (fs, caller) throws(VaultError) in
-            fi!.pointee.fh = try fs.openDirectory(UInt64(ino), caller)
-            if fuse_reply_open(req, fi) != 0 { fs.releaseDirectory(fi!.pointee.fh) }
+        guard let fi else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        let info = FileInfo(fi.pointee)
+        guarded(req, [.list(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+            var reply = info.value
+            reply.fh = try fs.openDirectory(UInt64(ino), caller)
+            if fuse_reply_open(req, &reply) != 0 { fs.releaseDirectory(reply.fh) }
         }
     }
 

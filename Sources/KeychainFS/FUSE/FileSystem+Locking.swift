@@ -45,6 +45,7 @@ extension FileSystem {
             state.directories.wipeNames()
             vault.lock()
         }
+        gate.didLock()
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
         entries.removeAll()
     }
@@ -66,6 +67,8 @@ extension FileSystem {
         }
         try vault.unlock(passphrase: passphrase)
         derived = true
+        // Before requests are served again: rules may have changed while the vault was locked.
+        gate.refresh()
     }
 
     /// Stores pending writes, then wipes every open item's plaintext and the keys (unmount,

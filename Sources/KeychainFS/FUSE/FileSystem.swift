@@ -11,6 +11,8 @@ import VaultCore
 /// structs beyond `stat`; FUSEOperations marshals to and from C.
 final class FileSystem: Sendable {
     let vault: Vault
+    /// The access rules, asked before every request they guard (FUSEOperations).
+    let gate: AccessGate
     let ownerUID: uid_t
     let ownerGID: gid_t
     /// How long the kernel may cache names and attributes; short, so changes made through the
@@ -43,8 +45,9 @@ final class FileSystem: Sendable {
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
 
-    init(vault: Vault, onStart: @escaping @Sendable () -> Void) {
+    init(vault: Vault, gate: AccessGate, onStart: @escaping @Sendable () -> Void) {
         self.vault = vault
+        self.gate = gate
         self.onStart = Mutex(onStart)
         ownerUID = getuid()
         ownerGID = getgid()

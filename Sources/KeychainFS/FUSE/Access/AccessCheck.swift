@@ -1,0 +1,27 @@
+import Glibc
+import VaultCore
+
+/// One thing a request needs the access rules to allow before it is served: an access to a
+/// node, or to the entry `name` of a dictionary (what unlink, rmdir and rename act on: the
+/// entry's own rules govern it when it has some, else its dictionary's).
+struct AccessCheck: Sendable {
+    enum Target: Sendable {
+        case node(NodeID)
+        case entry(parent: NodeID, name: ItemName)
+    }
+
+    let access: Access
+    let target: Target
+
+    static func read(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .read, target: .node(NodeID(Int64(inode)))) }
+    static func list(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .list, target: .node(NodeID(Int64(inode)))) }
+    static func write(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .write, target: .node(NodeID(Int64(inode)))) }
+    static func write(_ parent: UInt64, _ name: ItemName) -> AccessCheck {
+        AccessCheck(access: .write, target: .entry(parent: NodeID(Int64(parent)), name: name))
+    }
+
+    /// What an open with `flags` does: reading unless it may write or truncates.
+    static func open(_ inode: UInt64, flags: Int32) -> AccessCheck {
+        flags & O_ACCMODE == O_RDONLY && flags & O_TRUNC == 0 ? .read(inode) : .write(inode)
+    }
+}
