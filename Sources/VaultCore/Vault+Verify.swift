@@ -47,7 +47,7 @@ extension Vault {
                         report(place.node, "name failed authentication")
                     }
                 }
-                guard let attributes = store.cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
+                guard let attributes = try store.cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
                     report(place.node, "attributes failed authentication")
                     continue
                 }
@@ -60,6 +60,8 @@ extension Vault {
                         _ = try store.content(of: record)
                     } catch .integrityFailure {
                         report(place.node, "content failed authentication")
+                    } catch .otherDevice {
+                        report(place.node, "this-device-only content does not open with this machine's host key (sealed elsewhere, or damaged)")
                     }
                 case .dictionary:
                     if hasContent { report(place.node, "a dictionary with content") }

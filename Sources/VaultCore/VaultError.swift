@@ -33,6 +33,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case attributeTooLarge(size: Int, limit: Int)
     /// A node's attributes would pass `Vault.maximumAttributeBytesPerNode`.
     case attributesFull(String)
+    /// A this-device-only item whose content does not open with this machine's host key:
+    /// sealed on another machine (or damaged). Names the item.
+    case otherDevice(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -92,6 +95,9 @@ extension VaultError: CustomStringConvertible {
         case .attributesFull(let what):
             return "\(what): no room for this attribute (a node's attributes, names and values, are at most "
                 + "\(Vault.maximumAttributeBytesPerNode) bytes together)"
+        case .otherDevice(let what):
+            return "\(what): this item is this-device-only and cannot be read on this machine: it was sealed with another "
+                + "machine's host key (this machine's is \(HostKey.path)), or its record was damaged"
         }
     }
 }

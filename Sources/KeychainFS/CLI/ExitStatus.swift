@@ -15,6 +15,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case unusableVault = 9
     case storage = 10
     case mountFailure = 11
+    case otherDevice = 12
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -32,6 +33,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .unusableVault: "no vault, not a vault, or a vault of a newer format"
         case .storage: "storage error: disk full, I/O error, no locked memory; an upgrade of an older vault that could not be written (the vault is left unchanged)"
         case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
+        case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
         case .usage: "usage error"
         }
     }
@@ -63,6 +65,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .noSuchAttribute: .notFound
         case .attributeExists: .alreadyExists
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput
+        case .otherDevice: .otherDevice
         }
     }
 }

@@ -25,6 +25,8 @@ extension VaultError {
         case .attributeNameTooLong: return ERANGE
         case .attributeTooLarge: return E2BIG
         case .attributesFull: return ENOSPC
+        // Like a locked item: this machine may not read it.
+        case .otherDevice: return EACCES
         }
     }
 }
