@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 3
+let currentFormat: Int64 = 4
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -290,6 +290,9 @@ private final class TinyFilesystem {
         #expect(try vault.read(path("mail/work/password")).testBytes == Array("line one\nline two\n".utf8))
         #expect(try listing(vault, "") == ["app/", "empty-dict/", "mail/"])
         #expect(try vault.verify().isEmpty)
+        // Layout 2 records read as when-unlocked items and dictionaries without a default.
+        #expect(try vault.node(at: path("app/token")).attributes.accessibility == .whenUnlocked)
+        #expect(try vault.node(at: path("app")).attributes.defaultClass == nil)
 
         try vault.setAttribute(try AttributeName("account"), to: secret("me@work"), at: path("mail/work/password"))
         let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
