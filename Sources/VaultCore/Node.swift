@@ -57,24 +57,38 @@ public struct NodeAttributes: Sendable, Equatable {
     /// Incremented on every content write and bound into the content's associated data, so
     /// an older content ciphertext cannot be paired with newer attributes.
     var contentGeneration: UInt64
+    /// An item's accessibility class (when-unlocked for dictionaries and older records).
+    public internal(set) var accessibility: AccessibilityClass = .whenUnlocked
+    /// A dictionary's class for items created below it (the nearest one up the path decides);
+    /// nil when it has none. Always nil for items.
+    public internal(set) var defaultClass: AccessibilityClass? = nil
 
     /// Changes with every stored content: tells whether an item changed between two reads.
     public var contentVersion: UInt64 { contentGeneration }
 
-    /// The plaintext layouts of the record, named by its first byte. Only `current` is read
-    /// outside an upgrade, so an older record put back in place of a newer one fails to open.
+    /// The plaintext layouts of the record, named by its first byte. Only `readable` ones are
+    /// read outside an upgrade, so a layout 1 record put back in place of a newer one fails to
+    /// open. Layout 2 stays readable (as when-unlocked, no default class): format 4 added the
+    /// class without sealing every record again. An older layout 2 record of the same node put
+    /// back can therefore take a class away; its content then fails to open (the class is bound
+    /// into the content's associated data), as any older record mixed with newer ones does.
     enum Layout: UInt8 {
         /// Format 1: kind, mode, size, generation, mtime, ctime.
         case v1 = 1
         /// Format 2: layout 1, then atime and the number of subdictionaries.
         case v2 = 2
+        /// Format 4: layout 2, then the accessibility class and a dictionary's default class
+        /// (0 for none, else the class plus one). Sealed under a key of its own.
+        case v3 = 3
 
-        static let current = Layout.v2
+        static let current = Layout.v3
+        static let readable: [Layout] = [.v3, .v2]
 
         var encodedCount: Int {
             switch self {
             case .v1: return 48
             case .v2: return 68
+            case .v3: return 70
             }
         }
     }
@@ -93,11 +107,15 @@ public struct NodeAttributes: Sendable, Equatable {
         out.store(UInt64(bitPattern: accessed.seconds), at: 48, width: 8)
         out.store(UInt64(accessed.nanoseconds), at: 56, width: 4)
         out.store(UInt64(subdictionaries), at: 60, width: 8)
+        out[68] = accessibility.rawValue
+        out[69] = defaultClass.map { $0.rawValue + 1 } ?? 0
         return out
     }
 
     /// A new node's attributes: accessed, modified and changed all `time`.
-    init(kind: NodeKind, mode: UInt32, size: Int, at time: Timestamp, contentGeneration: UInt64) {
+    init(kind: NodeKind, mode: UInt32, size: Int, at time: Timestamp, contentGeneration: UInt64,
+         accessibility: AccessibilityClass = .whenUnlocked) {
+        self.accessibility = accessibility
         self.kind = kind
         self.mode = mode
         self.size = size
@@ -127,12 +145,22 @@ public struct NodeAttributes: Sendable, Equatable {
         case .v1:
             accessed = modified
             subdictionaries = 0
-        case .v2:
+        case .v2, .v3:
             accessed = Timestamp(seconds: Int64(bitPattern: bytes.load(at: 48, width: 8)),
                                  nanoseconds: UInt32(truncatingIfNeeded: bytes.load(at: 56, width: 4)))
             let subdictionaries = bytes.load(at: 60, width: 8)
             guard subdictionaries <= UInt64(Int.max) else { return nil }
             self.subdictionaries = Int(subdictionaries)
+        }
+        if layout == .v3 {
+            guard let accessibility = AccessibilityClass(rawValue: bytes[68]) else { return nil }
+            self.accessibility = accessibility
+            if bytes[69] != 0 {
+                guard let defaultClass = AccessibilityClass(rawValue: bytes[69] - 1) else { return nil }
+                self.defaultClass = defaultClass
+            }
+            // Classes belong to items, defaults to dictionaries.
+            guard kind == .item ? defaultClass == nil : accessibility == .whenUnlocked else { return nil }
         }
     }
 }

@@ -1,7 +1,8 @@
 /// Operations by node id: what the filesystem driver uses (node ids are its inode numbers).
 extension Vault {
+    /// While locked: dictionaries and after-first-unlock items only.
     public func node(_ id: NodeID) throws(VaultError) -> Node {
-        try withStore { (store) throws(VaultError) in try store.existingRecord(id).node }
+        try withStore(whileLocked: true) { (store) throws(VaultError) in try store.existingRecord(id).node }
     }
 
     /// A node's name (nil for the root).
@@ -9,10 +10,13 @@ extension Vault {
         try withStore { (store) throws(VaultError) in try store.name(of: id) }
     }
 
+    /// While locked: dictionaries and after-first-unlock items only, and a miss is `.locked`
+    /// too, so a locked mount does not tell which names exist.
     public func lookup(_ name: ItemName, in parent: NodeID) throws(VaultError) -> Node {
-        try withStore { (store) throws(VaultError) in
+        try withStore(whileLocked: true) { (store) throws(VaultError) in
             // One indexed query; the parent is only examined to explain a miss.
             if let record = try store.child(named: name, in: parent) { return record.node }
+            if store.isLocked { throw .locked }
             _ = try store.dictionary(parent)
             // Every create begins with a lookup that misses: no path walk for its message.
             throw .notFound(store.describe(parent, appending: name))
@@ -77,8 +81,9 @@ extension Vault {
         public consuming func takeContent() -> SecureBuffer { content }
     }
 
+    /// While locked: after-first-unlock items only.
     public func item(_ id: NodeID) throws(VaultError) -> ItemSnapshot {
-        try reading { (store) throws(VaultError) -> ItemSnapshot in
+        try reading(whileLocked: true) { (store) throws(VaultError) -> ItemSnapshot in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
             return ItemSnapshot(node: record.node, content: try store.content(of: record))
@@ -111,6 +116,7 @@ extension Vault {
     }
 
     /// Replaces an item's whole content in one transaction: readers see the old or the new.
+    /// While locked: after-first-unlock items only.
     /// `changed` is when the content last changed (default now); a later stored ctime (from a
     /// chmod after the writes) is kept, so ctime never moves back or jumps at the commit. The
     /// padding happens in `content` itself (its capacity may grow; its bytes and count do not
@@ -118,12 +124,13 @@ extension Vault {
     public func replaceContent(of id: NodeID, with content: inout SecureBuffer,
                                modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
         try checkItemSize(content.count)
-        return try writing { (store) throws(VaultError) -> Node in
+        return try writing(whileLocked: true) { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
             let attributes = try store.writeContent(count: content.count, of: record, modified: modified ?? .now(),
                                                     changed: changed) { (place, generation) throws(VaultError) in
-                try store.cipher.sealContent(inPlace: &content, place, generation: generation)
+                try store.cipher.sealContent(inPlace: &content, place, generation: generation,
+                                             accessibility: record.attributes.accessibility)
             }
             return Node(id: id, parent: record.parent, attributes: attributes)
         }

@@ -58,9 +58,12 @@ extension Vault {
 
     /// Stores `content` at `path`, replacing an existing item and creating missing dictionaries,
     /// and sets `attributes` on it (each created or replaced; the item's other attributes stay),
-    /// all in one transaction: over any limit, nothing is stored.
+    /// all in one transaction: over any limit, nothing is stored. The item's class becomes
+    /// `accessibility` when given; else a new item takes the nearest dictionary default and a
+    /// replaced one keeps its class.
     @discardableResult
-    public func store(_ content: borrowing SecureBuffer, at path: VaultPath, attributes: [Attribute] = []) throws(VaultError) -> Node {
+    public func store(_ content: borrowing SecureBuffer, at path: VaultPath, attributes: [Attribute] = [],
+                      accessibility: AccessibilityClass? = nil) throws(VaultError) -> Node {
         let name = try leafName(path)
         try checkItemSize(content.count)
         return try writing(naming: .paths) { (store) throws(VaultError) -> Node in
@@ -68,10 +71,19 @@ extension Vault {
             var node: Node
             if let existing = try store.child(named: name, in: parent.id) {
                 guard existing.kind == .item else { throw .isADictionary(path.description) }
-                let attributes = try store.writeContent(content, of: existing, modified: .now())
+                var target = existing
+                if let accessibility, accessibility != existing.attributes.accessibility {
+                    // The new content is sealed under the new class's key: the old content is
+                    // never opened.
+                    var changed = existing.attributes
+                    changed.accessibility = accessibility
+                    target = NodeRecord(place: existing.place, parent: existing.parent, attributes: changed)
+                    if accessibility == .afterFirstUnlock { try store.resealAncestorsInCurrentLayout(from: parent.id) }
+                }
+                let attributes = try store.writeContent(content, of: target, modified: .now())
                 node = Node(id: existing.id, parent: parent.id, attributes: attributes)
             } else {
-                node = try store.insertItem(named: name, in: parent, mode: 0o600, content: content)
+                node = try store.insertItem(named: name, in: parent, mode: 0o600, content: content, accessibility: accessibility)
             }
             guard !attributes.isEmpty else { return node }
             let record = try store.existingRecord(node.id)

@@ -69,7 +69,9 @@ extension Vault {
     public func governingRuleSet(of node: NodeID, in policy: AccessPolicy) throws(VaultError) -> RuleSet? {
         guard policy.hasAnyRules else { return nil }
         if let own = policy.ruleSet(of: node) { return own }
-        return try reading { (store) throws(VaultError) -> RuleSet? in
+        // Also while locked with after-first-unlock keys kept: those items stay reachable, and
+        // their rules still apply (the walk needs names and node attributes, which are kept).
+        return try reading(whileLocked: true) { (store) throws(VaultError) -> RuleSet? in
             try policy.governing(node) { (id) throws(VaultError) -> NodeID? in
                 guard let found = try store.recordAndName(id) else { throw .notFound(store.describe(id)) }
                 return found.record.parent

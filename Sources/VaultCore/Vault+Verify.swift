@@ -47,7 +47,7 @@ extension Vault {
                         report(place.node, "name failed authentication")
                     }
                 }
-                guard let attributes = store.cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
+                guard let attributes = try store.cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
                     report(place.node, "attributes failed authentication")
                     continue
                 }
@@ -60,6 +60,8 @@ extension Vault {
                         _ = try store.content(of: record)
                     } catch .integrityFailure {
                         report(place.node, "content failed authentication")
+                    } catch .otherDevice {
+                        report(place.node, "this-device-only content does not open with this machine's host key (sealed elsewhere, or damaged)")
                     }
                 case .dictionary:
                     if hasContent { report(place.node, "a dictionary with content") }
@@ -137,7 +139,7 @@ extension Vault {
                     continue
                 }
                 rows.append((place, row.sealed))
-                if store.cipher.openRules(row.sealed, place) == nil {
+                if try store.cipher.openRules(row.sealed, place) == nil {
                     problems.append(IntegrityProblem(path: store.describe(row.node), reason: "access rules failed authentication"))
                 }
             }
@@ -148,7 +150,7 @@ extension Vault {
             problems.append(IntegrityProblem(path: "/", reason: "the MAC over the access rules is missing"))
             return problems
         }
-        if complete, !store.cipher.rulesMACMatches(stored, rows) {
+        if complete, try !store.cipher.rulesMACMatches(stored, rows) {
             problems.append(IntegrityProblem(path: "/", reason: "the access rules are not the ones last written (a rule changed, added, deleted or put back)"))
         }
         return problems

@@ -12,7 +12,8 @@ public final class Vault: Sendable {
 
     private struct State {
         let storage: any VaultStorage
-        /// nil while locked.
+        /// nil while locked, or, while locked with after-first-unlock items, a cipher holding
+        /// only their keys (`RecordCipher.holdsEveryKey` is false).
         var cipher: RecordCipher?
         /// The key slot the current passphrase opened.
         var slotID: Int64
@@ -130,7 +131,7 @@ public final class Vault: Sendable {
     public func changePassphrase(to newPassphrase: borrowing SecureBuffer, kdf: KDFParameters? = nil) throws(VaultError) {
         guard newPassphrase.count > 0 else { throw .invalidArgument("the new passphrase is empty") }
         try state.withLock { (state) throws(VaultError) in
-            guard let cipher = state.cipher else { throw .locked }
+            guard let cipher = state.cipher, cipher.holdsEveryKey else { throw .locked }
             let slotID = state.slotID
             let storage = state.storage
             var parameters = kdf
@@ -147,11 +148,29 @@ public final class Vault: Sendable {
 
     // MARK: lock state
 
-    public var isLocked: Bool { state.withLock { $0.cipher == nil } }
+    public var isLocked: Bool { state.withLock { !($0.cipher?.holdsEveryKey ?? false) } }
 
-    /// Drops every key; operations fail with `.locked` until `unlock`.
-    public func lock() {
-        state.withLock { $0.cipher = nil }
+    /// Whether a lock kept keys for after-first-unlock items (false when unlocked).
+    public var keepsAfterFirstUnlockKeys: Bool {
+        state.withLock { $0.cipher.map { !$0.holdsEveryKey } ?? false }
+    }
+
+    /// Locks: operations fail with `.locked` until `unlock`, except, with
+    /// `keepingAfterFirstUnlock` and while the vault holds an after-first-unlock item, reaching
+    /// such items by path and reading and storing them. Then a reduced cipher keeps their keys
+    /// (`VaultKeys.afterFirstUnlockOnly`) and every other key, the master key first, is wiped;
+    /// without such an item every key goes. `keepingAfterFirstUnlock: false` is the unmount.
+    public func lock(keepingAfterFirstUnlock: Bool = true) {
+        state.withLock { state in
+            guard keepingAfterFirstUnlock, let cipher = state.cipher else {
+                state.cipher = nil
+                return
+            }
+            // Decided while every key is still here (a repeated lock keeps what it kept).
+            let keep = !cipher.holdsEveryKey
+                || ((try? NodeStore(storage: state.storage, cipher: cipher).holdsAfterFirstUnlockItem()) ?? false)
+            state.cipher = keep ? cipher.afterFirstUnlockOnly : nil
+        }
     }
 
     /// Re-derives the keys from the passphrase; a wrong one leaves the vault locked.
@@ -173,25 +192,27 @@ public final class Vault: Sendable {
 
     // MARK: running operations
 
-    /// Runs `body` with the node store while unlocked, inside the vault's mutex.
-    func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes,
+    /// Runs `body` with the node store while unlocked, inside the vault's mutex. While locked
+    /// only operations marked `whileLocked` run (with the reduced cipher, which lets them reach
+    /// dictionaries and after-first-unlock items only); every other one fails with `.locked`.
+    func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                  _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try state.withLock { (state) throws(VaultError) -> R in
-            guard let cipher = state.cipher else { throw .locked }
+            guard let cipher = state.cipher, cipher.holdsEveryKey || whileLocked else { throw .locked }
             return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
         }
     }
 
-    func writing<R: ~Copyable>(durable: Bool = true, naming: NodeStore.MessageNaming = .nodes,
+    func writing<R: ~Copyable>(durable: Bool = true, naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore(naming: naming) { (store) throws(VaultError) -> R in
+        try withStore(naming: naming, whileLocked: whileLocked) { (store) throws(VaultError) -> R in
             try store.storage.write(durable ? .durable : .carriedByNextDurableCommit) { () throws(VaultError) -> R in try body(store) }
         }
     }
 
-    func reading<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes,
+    func reading<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore(naming: naming) { (store) throws(VaultError) -> R in
+        try withStore(naming: naming, whileLocked: whileLocked) { (store) throws(VaultError) -> R in
             try store.storage.read { () throws(VaultError) -> R in try body(store) }
         }
     }

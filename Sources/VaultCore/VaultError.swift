@@ -39,6 +39,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// `disallow` of a principal that has no rule at the path (or of `--all` where there is
     /// none); names the path and the principal.
     case noSuchRule(String)
+    /// A this-device-only item whose content does not open with this machine's host key:
+    /// sealed on another machine (or damaged). Names the item.
+    case otherDevice(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -102,6 +105,9 @@ extension VaultError: CustomStringConvertible {
                 + "\(Vault.maximumAttributeBytesPerNode) bytes together)"
         case .noSuchRule(let what):
             return "\(what): no such access rule"
+        case .otherDevice(let what):
+            return "\(what): this item is this-device-only and cannot be read on this machine: it was sealed with another "
+                + "machine's host key (this machine's is \(HostKey.path)), or its record was damaged"
         }
     }
 }

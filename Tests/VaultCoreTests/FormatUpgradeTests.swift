@@ -290,6 +290,9 @@ private final class TinyFilesystem {
         #expect(try vault.read(path("mail/work/password")).testBytes == Array("line one\nline two\n".utf8))
         #expect(try listing(vault, "") == ["app/", "empty-dict/", "mail/"])
         #expect(try vault.verify().isEmpty)
+        // Layout 2 records read as when-unlocked items and dictionaries without a default.
+        #expect(try vault.node(at: path("app/token")).attributes.accessibility == .whenUnlocked)
+        #expect(try vault.node(at: path("app")).attributes.defaultClass == nil)
 
         try vault.setAttribute(try AttributeName("account"), to: secret("me@work"), at: path("mail/work/password"))
         let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())

@@ -16,6 +16,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case storage = 10
     case mountFailure = 11
     case accessDenied = 12
+    case otherDevice = 13
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -34,6 +35,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .storage: "storage error: disk full, I/O error, no locked memory; an upgrade of an older vault that could not be written (the vault is left unchanged)"
         case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
         case .accessDenied: "access denied by an access rule"
+        case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
         case .usage: "usage error"
         }
     }
@@ -67,6 +69,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .attributeExists: .alreadyExists
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput
         case .noSuchRule: .notFound
+        case .otherDevice: .otherDevice
         }
     }
 

@@ -5,7 +5,7 @@ struct GetItem: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "get", abstract: "Write an item's exact bytes to standard output.")
 
     @OptionGroup var vault: VaultOptions
-    @Flag(help: "Print {\"path\", \"value\", \"encoding\" (utf-8 or base64), \"attributes\"} instead.") var json = false
+    @Flag(help: "Print {\"path\", \"value\", \"encoding\" (utf-8 or base64), \"attributes\", \"class\"} instead.") var json = false
     @Argument(help: "Item path.") var path: String
 
     func run() throws {
@@ -17,7 +17,8 @@ struct GetItem: ParsableCommand {
                 let text = JSONOutput.text(content)
                 try JSONOutput.write(ItemJSON(path: itemPath.description, value: text ?? JSONOutput.base64(content),
                                               encoding: text == nil ? "base64" : "utf-8",
-                                              attributes: JSONOutput.attributes(try opened.attributes(at: itemPath))))
+                                              attributes: JSONOutput.attributes(try opened.attributes(at: itemPath)),
+                                              class: try opened.node(at: itemPath).attributes.accessibility.description))
                 return
             }
             guard content.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else {

@@ -75,6 +75,8 @@ struct ItemJSON: Encodable {
     /// "utf-8" or "base64", with `value`.
     var encoding: String?
     let attributes: [String: AttributeValue]
+    /// The item's accessibility class (`get --json`).
+    var `class`: String? = nil
 }
 
 /// One entry of `ls --json`.
@@ -86,4 +88,19 @@ struct EntryJSON: Encodable {
     let size: Int
     let modified: String
     let attributes: [String: AttributeValue]
+    /// An item's accessibility class.
+    let `class`: String?
+    /// A dictionary's default class for items created below it, when it has one.
+    let defaultClass: String?
+
+    init(_ entry: DirectoryEntry, attributes: [String: AttributeValue]) {
+        let node = entry.node
+        name = entry.name.description
+        kind = node.kind == .dictionary ? "dictionary" : "item"
+        size = node.attributes.size
+        modified = JSONOutput.utcTime(node.attributes.modified)
+        self.attributes = attributes
+        `class` = node.kind == .item ? node.attributes.accessibility.description : nil
+        defaultClass = node.attributes.defaultClass?.description
+    }
 }

@@ -7,7 +7,7 @@ struct List: ParsableCommand {
 
     @OptionGroup var vault: VaultOptions
     @Flag(name: .short, help: "Show size and modification time.") var long = false
-    @Flag(help: "Print a JSON array of {\"name\", \"kind\", \"size\", \"modified\", \"attributes\"}.") var json = false
+    @Flag(help: "Print a JSON array of {\"name\", \"kind\", \"size\", \"modified\", \"attributes\", \"class\" (items), \"defaultClass\" (dictionaries that have one)}.") var json = false
     @Argument(help: "Dictionary path (default: the root).") var path: String = ""
 
     func run() throws {
@@ -19,9 +19,7 @@ struct List: ParsableCommand {
                 var objects: [EntryJSON] = []
                 for entry in entries {
                     let attributes = try opened.attributes(at: dictionaryPath.appending(entry.name))
-                    objects.append(EntryJSON(name: entry.name.description, kind: entry.node.kind == .dictionary ? "dictionary" : "item",
-                                             size: entry.node.attributes.size, modified: JSONOutput.utcTime(entry.node.attributes.modified),
-                                             attributes: JSONOutput.attributes(attributes)))
+                    objects.append(EntryJSON(entry, attributes: JSONOutput.attributes(attributes)))
                 }
                 try JSONOutput.write(objects)
                 return

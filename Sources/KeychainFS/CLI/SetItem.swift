@@ -13,6 +13,8 @@ struct SetItem: ParsableCommand {
     @Argument(help: "The value (default: standard input).") var value: String?
     @Option(name: .customLong("attr"), help: ArgumentHelp("An attribute to set with the value, in the same transaction (repeatable).", valueName: "NAME=VALUE"))
     var attributes: [String] = []
+    @Option(name: .customLong("class"), help: ArgumentHelp("The item's accessibility class: when-unlocked, after-first-unlock or this-device-only (default: a new item takes its dictionaries' nearest default, else when-unlocked; a replaced one keeps its class).", valueName: "CLASS"))
+    var accessibility: String?
 
     func validate() throws {
         if value == nil && vault.passphraseFromStandardInput {
@@ -24,6 +26,7 @@ struct SetItem: ParsableCommand {
         try reportingErrors { () throws(VaultError) in
             let itemPath = try VaultPath(path)
             let itemAttributes = try AttributeArgument.parse(attributes)
+            let itemClass = try accessibility.map { (name) throws(VaultError) in try AccessibilityClass(name: name) }
             let opened = try vault.openVault()
             var content = try SecureBuffer(capacity: 0)
             if var value {
@@ -33,7 +36,7 @@ struct SetItem: ParsableCommand {
                 let size = content.count + (try drainCount(0))
                 throw .itemTooLarge(size: size, limit: opened.itemSizeLimit)
             }
-            try opened.store(content, at: itemPath, attributes: itemAttributes)
+            try opened.store(content, at: itemPath, attributes: itemAttributes, accessibility: itemClass)
         }
     }
 

@@ -26,6 +26,8 @@ extension VaultError {
         case .attributeTooLarge: return E2BIG
         case .attributesFull: return ENOSPC
         case .noSuchRule: return ENOENT
+        // Like a locked item: this machine may not read it.
+        case .otherDevice: return EACCES
         }
     }
 }

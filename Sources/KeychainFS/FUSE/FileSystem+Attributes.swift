@@ -98,9 +98,14 @@ extension FileSystem {
     func setAttributes(_ inode: UInt64, handle: UInt64?, mode: mode_t?, size: Int?, modified: Timestamp?,
                        accessed: Timestamp?, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
-            // Nothing below may touch a wiped buffer: a resize of it would be stored later.
-            guard !state.lock.locked else { throw .locked }
             let id = NodeID(Int64(inode))
+            // Nothing below may touch a wiped buffer: a resize of it would be stored later. Only
+            // a truncate of an after-first-unlock item goes on while locked (its plaintext was
+            // kept; the vault refuses any other item).
+            if state.lock.locked {
+                let truncateOnly = size != nil && mode == nil && modified == nil && accessed == nil
+                guard truncateOnly, try vault.node(id).attributes.accessibility == .afterFirstUnlock else { throw .locked }
+            }
             let file = descriptor(handle, of: id, state)
             if let size {
                 if let file {

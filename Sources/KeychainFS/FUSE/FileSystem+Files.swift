@@ -23,8 +23,9 @@ extension FileSystem {
     /// The node's open item, brought up to date with the vault: content stored meanwhile by
     /// another process (the command line) replaces a clean shared content, as a new reader on
     /// any filesystem sees the last write.
+    /// While locked, the vault itself refuses every item but after-first-unlock ones.
     private func openItem(_ id: NodeID, _ state: inout State) throws(VaultError) -> OpenItem {
-        guard !state.lock.locked else { throw .locked }
+        if state.lock.locked, let item = state.openItems.item(id), !item.servedWhileLocked { throw .locked }
         if let item = state.openItems.item(id) {
             do throws(VaultError) {
                 try recall(item)
@@ -167,8 +168,11 @@ extension FileSystem {
     // MARK: steps shared by the operations above
 
     private func usableFile(_ handle: UInt64, _ state: borrowing State) throws(VaultError) -> OpenFile {
-        guard !state.lock.locked else { throw .locked }
-        guard let file = state.openItems.file(handle) else { throw .invalidArgument("bad file handle") }
+        guard let file = state.openItems.file(handle) else {
+            if state.lock.locked { throw .locked }
+            throw .invalidArgument("bad file handle")
+        }
+        guard !state.lock.locked || file.item.servedWhileLocked else { throw .locked }
         try checkUsable(file)
         return file
     }

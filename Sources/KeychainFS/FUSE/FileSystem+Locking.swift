@@ -7,7 +7,9 @@ extension FileSystem {
 
     /// Locks the mount: unfinished writes are refused (never stored half-written), then every
     /// plaintext buffer, name and key is wiped, and the kernel is told to drop the names and
-    /// attributes it caches. Open descriptors stay open and answer EACCES until unlock.
+    /// attributes it caches. Open descriptors stay open and answer EACCES until unlock. While
+    /// the vault holds after-first-unlock items, the vault keeps their keys (and only theirs),
+    /// and their open items keep their plaintext, pending writes and descriptors.
     func lock() {
         var entries: [(parent: UInt64, name: ItemName)] = []
         var inodes: [UInt64] = []
@@ -24,7 +26,9 @@ extension FileSystem {
                     entries.append((UInt64(node.parent.rawValue), name))
                 }
             }
-            for item in state.openItems.items {
+            vault.lock()
+            let keeping = vault.keepsAfterFirstUnlockKeys
+            for item in state.openItems.items where !(keeping && item.isAfterFirstUnlock) {
                 if item.dirty && !item.unlinked {
                     // Unfinished writes are refused, not stored half-written: the descriptors
                     // that made them answer EACCES from now on and their close reports it; the
@@ -43,7 +47,6 @@ extension FileSystem {
             // Open directory handles stay open: their names go, what comes back after unlock
             // is decided when they are read again.
             state.directories.wipeNames()
-            vault.lock()
         }
         gate.didLock()
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
@@ -90,7 +93,7 @@ extension FileSystem {
             state.directories.removeAll()
             state.lock.lockForGood()
         }
-        vault.lock()
+        vault.lock(keepingAfterFirstUnlock: false)
         return failures
     }
 }

@@ -28,6 +28,13 @@ final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's 
 
     var id: NodeID { node.id }
 
+    /// After-first-unlock: a lock that kept the vault's keys for such items keeps its plaintext
+    /// and its descriptors working.
+    var isAfterFirstUnlock: Bool { node.attributes.accessibility == .afterFirstUnlock }
+
+    /// Usable while the mount is locked.
+    var servedWhileLocked: Bool { isAfterFirstUnlock && !forgotten }
+
     init(node: Node, content: consuming SecureBuffer) {
         self.node = node
         self.content = content

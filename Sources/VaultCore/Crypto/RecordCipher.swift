@@ -1,4 +1,5 @@
 import CSodium
+import Synchronization
 
 /// Where a record belongs: its node id and the random value drawn when the node was created.
 /// Both go into every record's associated data, so records of a deleted node can never be
@@ -19,6 +20,12 @@ final class RecordCipher: Sendable {
     private enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
         case rules = 7
+        /// Contents of the other accessibility classes. Each class has its own key already; a
+        /// purpose of its own as well binds the class into the associated data, so a content is
+        /// never accepted under another class even if keys were ever shared, and the binding is
+        /// explicit in the one place that says what every record is bound to. When-unlocked
+        /// contents keep purpose 4, so contents sealed before classes existed stay valid.
+        case afterFirstUnlockContent = 9, thisDeviceOnlyContent = 10
     }
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
@@ -35,16 +42,50 @@ final class RecordCipher: Sendable {
     let vaultID: [UInt8]
     private let keys: VaultKeys
     /// Kept so a passphrase change can rewrap it; wiped with the subkeys when this is released.
-    private let master: SecureBuffer
+    /// nil in a cipher that a lock reduced.
+    private let master: Subkey?
+    /// The this-device-only content key, derived on first use (reading the host key, or making
+    /// one); a vault without such items never touches the host key file.
+    private let thisDeviceOnlyKey = Mutex<Subkey?>(nil)
 
     init(vaultID: [UInt8], master: borrowing SecureBuffer) throws(VaultError) {
         self.vaultID = vaultID
         keys = try VaultKeys(master: master)
-        self.master = try master.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) }
+        self.master = Subkey(try master.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) })
     }
 
-    func withMasterKey<R: ~Copyable, E: Error>(_ body: (borrowing SecureBuffer) throws(E) -> R) throws(E) -> R {
-        try body(master)
+    private init(vaultID: [UInt8], keys: VaultKeys) {
+        self.vaultID = vaultID
+        self.keys = keys
+        master = nil
+    }
+
+    /// A cipher for a locked vault that still serves after-first-unlock items: it shares only
+    /// the keys they need (see `VaultKeys.afterFirstUnlockOnly`); the rest are wiped when this
+    /// cipher is released.
+    var afterFirstUnlockOnly: RecordCipher {
+        RecordCipher(vaultID: vaultID, keys: keys.afterFirstUnlockOnly)
+    }
+
+    /// False for a cipher a lock reduced.
+    var holdsEveryKey: Bool { master != nil }
+
+    func withMasterKey<R: ~Copyable>(_ body: (borrowing SecureBuffer) throws(VaultError) -> R) throws(VaultError) -> R {
+        guard let master else { throw .locked }
+        return try body(master.bytes)
+    }
+
+    /// A key this cipher may not hold: what needs it fails as locked.
+    private func required(_ key: Subkey?) throws(VaultError) -> Subkey {
+        guard let key else { throw .locked }
+        return key
+    }
+
+    /// A key every cipher holds, or one only reached by operations that a locked vault refuses
+    /// before they start (`Vault.withStore`): missing, it is a bug, and stopping is failing closed.
+    private func present(_ key: Subkey?) -> Subkey {
+        guard let key else { preconditionFailure("a key wiped by the lock was needed") }
+        return key
     }
 
     private static func associatedData(_ purpose: Purpose, vaultID: [UInt8], subject: Int64, binding: UInt64) -> [UInt8] {
@@ -82,7 +123,7 @@ final class RecordCipher: Sendable {
         var message = RecordCipher.formatTag + Array("header".utf8) + vaultID
         message.appendLittleEndian(UInt64(VaultFormat.applicationID))
         message.appendLittleEndian(UInt64(itemSizeLimit))
-        return VaultKeys.keyedHash(message, key: keys.header)
+        return VaultKeys.keyedHash(message, key: present(keys.header))
     }
 
     // MARK: names
@@ -96,14 +137,14 @@ final class RecordCipher: Sendable {
         name.withUnsafeBytes { bytes in
             message.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: 8).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
         }
-        return VaultKeys.keyedHash(message, key: keys.tag)
+        return VaultKeys.keyedHash(message, key: present(keys.tag))
     }
 
     func sealName(_ name: ItemName, _ place: RecordPlace, parent: NodeID) -> [UInt8] {
         var padded = name.withUnsafeBytes { RecordCipher.pad($0, block: RecordCipher.nameBlock) }
         defer { wipe(&padded) }
         let ad = associatedData(.name, place, binding: UInt64(bitPattern: parent.rawValue))
-        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
+        return padded.withUnsafeBytes { AEAD.seal($0, key: present(keys.name).bytes, associatedData: ad) }
     }
 
     func openName(_ sealed: [UInt8], _ place: RecordPlace, parent: NodeID) -> ItemName? {
@@ -116,7 +157,7 @@ final class RecordCipher: Sendable {
     /// decrypted array is wiped on return.
     private func openPaddedName<Name>(_ sealed: [UInt8], associatedData ad: [UInt8],
                                       _ make: (UnsafeRawBufferPointer) -> Name?) -> Name? {
-        guard var plain = AEAD.openMetadata(sealed, key: keys.name, associatedData: ad) else { return nil }
+        guard var plain = AEAD.openMetadata(sealed, key: present(keys.name).bytes, associatedData: ad) else { return nil }
         defer { wipe(&plain) }
         var unpadded = 0
         guard !plain.isEmpty,
@@ -128,20 +169,33 @@ final class RecordCipher: Sendable {
 
     // MARK: attributes
 
+    /// Always in the current layout, under the node-attributes key.
     func sealAttributes(_ attributes: NodeAttributes, _ place: RecordPlace) -> [UInt8] {
         let ad = associatedData(.attributes, place, binding: 0)
-        return attributes.encoded().withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+        return attributes.encoded().withUnsafeBytes { AEAD.seal($0, key: present(keys.nodeAttributes).bytes, associatedData: ad) }
     }
 
-    /// Opens an attributes record of `layout`: only the current one, except while upgrading.
+    /// Opens an attributes record: of `layout` (while upgrading), else of a layout read in
+    /// normal use, told apart by its length, which authentication covers. Layout 3 is under
+    /// the node-attributes key, older ones under the content key, which a locked vault lacks
+    /// (`.locked`). nil when the record fails authentication.
     func openAttributes(_ sealed: [UInt8], _ place: RecordPlace,
-                        layout: NodeAttributes.Layout = .current) -> NodeAttributes? {
-        guard AEAD.plaintextCount(ofSealed: sealed) == layout.encodedCount,
-              var plain = AEAD.openMetadata(sealed, key: keys.content, associatedData: associatedData(.attributes, place, binding: 0)) else {
+                        layout: NodeAttributes.Layout? = nil) throws(VaultError) -> NodeAttributes? {
+        let count = AEAD.plaintextCount(ofSealed: sealed)
+        let candidates = layout.map { [$0] } ?? NodeAttributes.Layout.readable
+        guard let found = candidates.first(where: { $0.encodedCount == count }) else { return nil }
+        let key = found == .v3 ? present(keys.nodeAttributes) : try required(keys.content)
+        guard var plain = AEAD.openMetadata(sealed, key: key.bytes, associatedData: associatedData(.attributes, place, binding: 0)) else {
             return nil
         }
         defer { wipe(&plain) }
-        return plain.withUnsafeBytes { NodeAttributes(decoding: $0, layout: layout) }
+        return plain.withUnsafeBytes { NodeAttributes(decoding: $0, layout: found) }
+    }
+
+    /// Whether an attributes record is in the current layout (readable while locked), judged
+    /// by its length alone.
+    static func isCurrentLayout(_ sealed: [UInt8]) -> Bool {
+        AEAD.plaintextCount(ofSealed: sealed) == NodeAttributes.Layout.current.encodedCount
     }
 
     // MARK: contents
@@ -152,25 +206,49 @@ final class RecordCipher: Sendable {
         return bucket
     }
 
+    /// The key and purpose of a class's contents.
+    private func content(_ accessibility: AccessibilityClass) throws(VaultError) -> (Subkey, Purpose) {
+        switch accessibility {
+        case .whenUnlocked: return (try required(keys.content), .content)
+        case .afterFirstUnlock: return (try required(keys.afterFirstUnlockContent), .afterFirstUnlockContent)
+        case .thisDeviceOnly: return (try deviceKey(), .thisDeviceOnlyContent)
+        }
+    }
+
+    private func deviceKey() throws(VaultError) -> Subkey {
+        let base = try required(keys.thisDeviceOnlyContent)
+        return try thisDeviceOnlyKey.withLock { (cached) throws(VaultError) -> Subkey in
+            if let cached { return cached }
+            let hostKey = try HostKey.load()
+            let derived = try VaultKeys.thisDeviceOnlyKey(base: base, hostKey: hostKey)
+            cached = derived
+            return derived
+        }
+    }
+
     /// Pads the content in locked memory, then encrypts it; the padded copy is wiped on return.
-    func sealContent(_ content: borrowing SecureBuffer, _ place: RecordPlace, generation: UInt64) throws(VaultError) -> [UInt8] {
-        try sealPadded(content, associatedData: associatedData(.content, place, binding: generation))
+    func sealContent(_ content: borrowing SecureBuffer, _ place: RecordPlace, generation: UInt64,
+                     accessibility: AccessibilityClass) throws(VaultError) -> [UInt8] {
+        let (key, purpose) = try self.content(accessibility)
+        return try sealPadded(content, key: key, associatedData: associatedData(purpose, place, binding: generation))
     }
 
     /// Pads `content` to its bucket in a locked copy, wiped on return, and seals that.
-    private func sealPadded(_ content: borrowing SecureBuffer, associatedData ad: [UInt8]) throws(VaultError) -> [UInt8] {
+    private func sealPadded(_ content: borrowing SecureBuffer, key: Subkey, associatedData ad: [UInt8]) throws(VaultError) -> [UInt8] {
         let bucket = RecordCipher.contentBucket(for: content.count)
         var padded = try SecureBuffer(capacity: bucket)
         try content.withUnsafeBytes { (bytes) throws(VaultError) in try padded.append(bytes) }
         guard RecordCipher.pad(&padded, block: bucket) else {
             preconditionFailure("content bucket too small for its padding")
         }
-        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+        return padded.withUnsafeBytes { AEAD.seal($0, key: key.bytes, associatedData: ad) }
     }
 
     /// The same, padding in the caller's buffer (grown to its bucket if needed) and restoring
     /// its count afterwards: no second locked copy, which costs several system calls to map.
-    func sealContent(inPlace content: inout SecureBuffer, _ place: RecordPlace, generation: UInt64) throws(VaultError) -> [UInt8] {
+    func sealContent(inPlace content: inout SecureBuffer, _ place: RecordPlace, generation: UInt64,
+                     accessibility: AccessibilityClass) throws(VaultError) -> [UInt8] {
+        let (key, purpose) = try self.content(accessibility)
         let count = content.count
         let bucket = RecordCipher.contentBucket(for: count)
         try content.reserve(bucket)
@@ -178,23 +256,25 @@ final class RecordCipher: Sendable {
             preconditionFailure("content bucket too small for its padding")
         }
         defer { content.setCount(count) }  // wipes the padding
-        let ad = associatedData(.content, place, binding: generation)
-        return content.withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+        let ad = associatedData(purpose, place, binding: generation)
+        return content.withUnsafeBytes { AEAD.seal($0, key: key.bytes, associatedData: ad) }
     }
 
     /// Decrypts into locked memory; nil when the box fails authentication or its length
     /// disagrees with the attributes.
-    func openContent(_ sealed: [UInt8], _ place: RecordPlace, generation: UInt64, expectedCount: Int) throws(VaultError) -> SecureBuffer? {
-        guard let plain = try openPadded(sealed, associatedData: associatedData(.content, place, binding: generation)),
+    func openContent(_ sealed: [UInt8], _ place: RecordPlace, generation: UInt64, expectedCount: Int,
+                     accessibility: AccessibilityClass) throws(VaultError) -> SecureBuffer? {
+        let (key, purpose) = try content(accessibility)
+        guard let plain = try openPadded(sealed, key: key, associatedData: associatedData(purpose, place, binding: generation)),
               plain.count == expectedCount else { return nil }
         return plain
     }
 
     /// Opens a box sealed by `sealPadded` into locked memory, without its padding.
-    private func openPadded(_ sealed: [UInt8], associatedData ad: [UInt8]) throws(VaultError) -> SecureBuffer? {
+    private func openPadded(_ sealed: [UInt8], key: Subkey, associatedData ad: [UInt8]) throws(VaultError) -> SecureBuffer? {
         guard let plainCount = AEAD.plaintextCount(ofSealed: sealed) else { return nil }
         var plain = try SecureBuffer(capacity: plainCount)
-        guard AEAD.open(sealed, key: keys.content, associatedData: ad, into: &plain),
+        guard AEAD.open(sealed, key: key.bytes, associatedData: ad, into: &plain),
               RecordCipher.unpad(&plain, block: plainCount) else { return nil }
         return plain
     }
@@ -208,7 +288,7 @@ final class RecordCipher: Sendable {
         var id: [UInt8] = []
         id.appendLittleEndian(UInt64(bitPattern: node.rawValue))
         return id.withUnsafeBytes { idBytes in
-            name.withUnsafeBytes { VaultKeys.keyedHash([idBytes, $0], key: keys.attributeTag) }
+            name.withUnsafeBytes { VaultKeys.keyedHash([idBytes, $0], key: present(keys.attributeTag)) }
         }
     }
 
@@ -221,7 +301,7 @@ final class RecordCipher: Sendable {
         length.appendLittleEndian(UInt64(name.count))
         return length.withUnsafeBytes { lengthBytes in
             name.withUnsafeBytes { nameBytes in
-                value.withUnsafeBytes { VaultKeys.keyedHash([lengthBytes, nameBytes, $0], key: keys.attributeSearch) }
+                value.withUnsafeBytes { VaultKeys.keyedHash([lengthBytes, nameBytes, $0], key: present(keys.attributeSearch)) }
             }
         }
     }
@@ -235,7 +315,7 @@ final class RecordCipher: Sendable {
         var padded = name.withUnsafeBytes { RecordCipher.pad($0, block: RecordCipher.nameBlock) }
         defer { wipe(&padded) }
         let ad = attributeAssociatedData(.attributeName, place, tag: tag)
-        return padded.withUnsafeBytes { AEAD.seal($0, key: keys.name, associatedData: ad) }
+        return padded.withUnsafeBytes { AEAD.seal($0, key: present(keys.name).bytes, associatedData: ad) }
     }
 
     func openAttributeName(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) -> AttributeName? {
@@ -246,25 +326,27 @@ final class RecordCipher: Sendable {
 
     /// Padded to a power of two like contents.
     func sealAttributeValue(_ value: borrowing SecureBuffer, _ place: RecordPlace, tag: [UInt8]) throws(VaultError) -> [UInt8] {
-        try sealPadded(value, associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
+        try sealPadded(value, key: required(keys.content), associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
     }
 
     func openAttributeValue(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) throws(VaultError) -> SecureBuffer? {
-        try openPadded(sealed, associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
+        try openPadded(sealed, key: required(keys.content), associatedData: attributeAssociatedData(.attributeValue, place, tag: tag))
     }
 
     // MARK: access rules
 
     /// A node's rules, bound to the node and its incarnation like its attributes: a record
     /// copied to another node, or left over from a deleted one, fails to open.
-    func sealRules(_ rules: [AccessRule], _ place: RecordPlace) -> [UInt8] {
+    func sealRules(_ rules: [AccessRule], _ place: RecordPlace) throws(VaultError) -> [UInt8] {
         let ad = associatedData(.rules, place, binding: 0)
-        return RuleRecord.encode(rules).withUnsafeBytes { AEAD.seal($0, key: keys.content, associatedData: ad) }
+        let key = try required(keys.content)
+        return RuleRecord.encode(rules).withUnsafeBytes { AEAD.seal($0, key: key.bytes, associatedData: ad) }
     }
 
     /// nil when the record fails authentication or is not a well-formed record.
-    func openRules(_ sealed: [UInt8], _ place: RecordPlace) -> [AccessRule]? {
-        guard let plain = AEAD.openMetadata(sealed, key: keys.content, associatedData: associatedData(.rules, place, binding: 0)) else {
+    func openRules(_ sealed: [UInt8], _ place: RecordPlace) throws(VaultError) -> [AccessRule]? {
+        let key = try required(keys.content)
+        guard let plain = AEAD.openMetadata(sealed, key: key.bytes, associatedData: associatedData(.rules, place, binding: 0)) else {
             return nil
         }
         return RuleRecord.decode(plain)
@@ -274,7 +356,7 @@ final class RecordCipher: Sendable {
     /// one less, or one put back from an earlier state changes it, which a per-record seal
     /// alone cannot show. `rows` are (node, incarnation, sealed record); the order given does
     /// not matter (they are taken by node id), and every field is length-prefixed.
-    func rulesMAC(_ rows: [(place: RecordPlace, sealed: [UInt8])]) -> [UInt8] {
+    func rulesMAC(_ rows: [(place: RecordPlace, sealed: [UInt8])]) throws(VaultError) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("rules".utf8) + vaultID
         message.appendLittleEndian(UInt64(rows.count))
         for row in rows.sorted(by: { $0.place.node.rawValue < $1.place.node.rawValue }) {
@@ -284,11 +366,11 @@ final class RecordCipher: Sendable {
             message.appendLittleEndian(UInt64(row.sealed.count))
             message += row.sealed
         }
-        return VaultKeys.keyedHash(message, key: keys.rules)
+        return VaultKeys.keyedHash(message, key: try required(keys.rules))
     }
 
-    func rulesMACMatches(_ stored: [UInt8], _ rows: [(place: RecordPlace, sealed: [UInt8])]) -> Bool {
-        let expected = rulesMAC(rows)
+    func rulesMACMatches(_ stored: [UInt8], _ rows: [(place: RecordPlace, sealed: [UInt8])]) throws(VaultError) -> Bool {
+        let expected = try rulesMAC(rows)
         return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
     }
 

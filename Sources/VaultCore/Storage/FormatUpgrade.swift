@@ -11,11 +11,21 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 2, run: resealAttributesInLayout2),
         // 2 -> 3: the storage adds the table of a node's attributes (empty); no record changes.
         FormatUpgrade(target: 3, run: { _ in }),
-        // 3 -> 4: the storage adds the table of access rules (empty) and the column of their MAC.
-        FormatUpgrade(target: 4, run: { (store) throws(VaultError) in
-            try addAccessRules(store)
-        }),
+        FormatUpgrade(target: 4, run: upgradeTo4),
     ]
+
+    /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
+    /// which gets the MAC of no rules. Accessibility classes: nothing to rewrite. Attributes
+    /// records of layout 2 read as when-unlocked with no default class, and when-unlocked
+    /// contents keep their key and associated data; a record takes layout 3 the next time it
+    /// is written.
+    private static func upgradeTo4(_ store: NodeStore) throws(VaultError) {
+        try addAccessRules(store)
+        try upgradeClassesTo4(store)
+    }
+
+    /// The accessibility classes' part of format 4 (layout detection only).
+    private static func upgradeClassesTo4(_ store: NodeStore) throws(VaultError) {}
 
     /// Brings the vault behind `store` to `VaultFormat.version`; `found` is the version it was
     /// opened at. On failure nothing has changed, and the error says so.
@@ -56,7 +66,7 @@ struct FormatUpgrade: Sendable {
             let place = RecordPlace(node: row.id, incarnation: row.incarnation)
             // A record that fails authentication is left as it is: it fails as before, and
             // verify names it. Only what authenticates is sealed again.
-            guard var attributes = store.cipher.openAttributes(row.sealedAttributes, place, layout: .v1),
+            guard var attributes = try store.cipher.openAttributes(row.sealedAttributes, place, layout: .v1),
                   attributes.kind.rawValue == row.kind else { continue }
             attributes.subdictionaries = attributes.kind == .dictionary ? subdictionaries[row.id, default: 0] : 0
             try store.storage.updateAttributes(of: row.id, sealedAttributes: store.cipher.sealAttributes(attributes, place))

@@ -30,7 +30,7 @@ extension NodeStore {
 
     private func checkRulesMAC(_ rows: [(place: RecordPlace, sealed: [UInt8])]) throws(VaultError) {
         guard let stored = try storage.rulesMAC() else { throw rulesIntegrityFailure("their MAC is missing") }
-        guard cipher.rulesMACMatches(stored, rows) else {
+        guard try cipher.rulesMACMatches(stored, rows) else {
             throw rulesIntegrityFailure("a rule was changed, added, deleted or put back outside keychainfs")
         }
     }
@@ -40,7 +40,7 @@ extension NodeStore {
         var sets: [RuleSet] = []
         for row in try authenticatedRuleRows() {
             // The node's own record too: its incarnation is only trusted once its attributes open.
-            guard try record(row.place.node) != nil, let rules = cipher.openRules(row.sealed, row.place) else {
+            guard try record(row.place.node) != nil, let rules = try cipher.openRules(row.sealed, row.place) else {
                 throw .integrityFailure(describe(row.place.node) + " (access rules)")
             }
             sets.append(RuleSet(node: row.place.node, rules: rules))

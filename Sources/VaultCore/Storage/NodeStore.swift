@@ -34,12 +34,18 @@ struct NodeStore {
         case decode
     }
 
-    /// Authenticates a row: its attributes always, its name as `names` says.
+    /// Whether the vault is locked: the cipher holds only what after-first-unlock items need.
+    var isLocked: Bool { !cipher.holdsEveryKey }
+
+    /// Authenticates a row: its attributes always, its name as `names` says. While locked, only
+    /// dictionaries and after-first-unlock items pass; anything else is `.locked` (an older
+    /// record's key is gone anyway), so no operation can reach another item by mistake.
     private func authenticate(_ row: NodeRow, names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
         let place = RecordPlace(node: row.id, incarnation: row.incarnation)
-        guard let attributes = cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
+        guard let attributes = try cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
             throw .integrityFailure(describe(place.node))
         }
+        if isLocked && attributes.kind == .item && attributes.accessibility != .afterFirstUnlock { throw .locked }
         var name: ItemName? = nil
         switch names {
         case .skip:
@@ -123,10 +129,13 @@ struct NodeStore {
     }
 
     func content(of record: NodeRecord) throws(VaultError) -> SecureBuffer {
-        guard let sealed = try storage.sealedContent(of: record.id),
-              let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
-                                                   expectedCount: record.attributes.size) else {
-            throw .integrityFailure(describe(record.id))
+        let accessibility = record.attributes.accessibility
+        guard let sealed = try storage.sealedContent(of: record.id) else { throw .integrityFailure(describe(record.id)) }
+        guard let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
+                                                   expectedCount: record.attributes.size, accessibility: accessibility) else {
+            // Another host key and a damaged record look the same to the cipher; the class
+            // says which is likely, and the message names both.
+            throw accessibility == .thisDeviceOnly ? .otherDevice(describe(record.id)) : .integrityFailure(describe(record.id))
         }
         return content
     }
@@ -138,11 +147,74 @@ struct NodeStore {
     }
 
     /// Adds an item under `parent`, whose entry count goes up by one.
+    /// Adds an item under `parent`, whose entry count goes up by one. Its class is
+    /// `accessibility`, or else the nearest default of `parent` and its ancestors.
     func insertItem(named name: ItemName, in parent: NodeRecord, mode: UInt32,
-                    content: borrowing SecureBuffer) throws(VaultError) -> Node {
+                    content: borrowing SecureBuffer, accessibility: AccessibilityClass? = nil) throws(VaultError) -> Node {
         let place = try allocatePlace()
-        let sealed = try cipher.sealContent(content, place, generation: 1)
-        return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed)
+        var chosen = AccessibilityClass.whenUnlocked
+        if let accessibility { chosen = accessibility } else { chosen = try defaultClass(below: parent) }
+        let sealed = try cipher.sealContent(content, place, generation: 1, accessibility: chosen)
+        if chosen == .afterFirstUnlock { try resealAncestorsInCurrentLayout(from: parent.id) }
+        return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed,
+                             accessibility: chosen)
+    }
+
+    /// The class of an item created in `dictionary`: the nearest default up the path.
+    func defaultClass(below dictionary: NodeRecord) throws(VaultError) -> AccessibilityClass {
+        var current = dictionary
+        var steps = 0
+        while true {
+            if let found = current.attributes.defaultClass { return found }
+            if current.id == .root { return .whenUnlocked }
+            current = try existingRecord(current.parent)
+            steps += 1
+            if steps > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(dictionary.id))") }
+        }
+    }
+
+    /// Seals `id` and its ancestors again in the current layout where they are older: what a
+    /// locked vault needs to walk the path to an after-first-unlock item, since older layouts
+    /// are under the when-unlocked content key, which a lock wipes.
+    func resealAncestorsInCurrentLayout(from id: NodeID) throws(VaultError) {
+        var current = id
+        var steps = 0
+        while let row = try storage.node(current) {
+            if !RecordCipher.isCurrentLayout(row.sealedAttributes) {
+                let record = try authenticate(row).0
+                try writeAttributes(record.attributes, of: record)
+            }
+            if current == .root { return }
+            current = row.parent
+            steps += 1
+            if steps > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(id))") }
+        }
+    }
+
+    /// Changes an item's class: its content is sealed again under the new class's key, with
+    /// the same generation (the bytes are the same; the class in the associated data tells the
+    /// two sealings apart). Returns the new attributes.
+    func changeClass(of record: NodeRecord, to accessibility: AccessibilityClass, at time: Timestamp) throws(VaultError) -> NodeAttributes {
+        var attributes = record.attributes
+        guard attributes.accessibility != accessibility else { return attributes }
+        var content = try content(of: record)
+        attributes.accessibility = accessibility
+        attributes.changed = max(time, attributes.changed)
+        let sealed = try cipher.sealContent(inPlace: &content, record.place, generation: attributes.contentGeneration,
+                                            accessibility: accessibility)
+        if accessibility == .afterFirstUnlock { try resealAncestorsInCurrentLayout(from: record.parent) }
+        try storage.updateAttributesAndContent(of: record.id, sealedAttributes: cipher.sealAttributes(attributes, record.place),
+                                               sealedContent: sealed)
+        return attributes
+    }
+
+    /// Sets or clears (nil) a dictionary's default class.
+    func changeDefaultClass(of record: NodeRecord, to defaultClass: AccessibilityClass?, at time: Timestamp) throws(VaultError) -> NodeAttributes {
+        var attributes = record.attributes
+        attributes.defaultClass = defaultClass
+        attributes.changed = max(time, attributes.changed)
+        try writeAttributes(attributes, of: record)
+        return attributes
     }
 
     /// Adds an empty dictionary under `parent`, whose entry and subdictionary counts go up by one.
@@ -151,10 +223,10 @@ struct NodeStore {
     }
 
     private func insertRow(_ place: RecordPlace, name: ItemName, in parent: NodeRecord, kind: NodeKind, mode: UInt32,
-                           size: Int, sealedContent: [UInt8]?) throws(VaultError) -> Node {
+                           size: Int, sealedContent: [UInt8]?, accessibility: AccessibilityClass = .whenUnlocked) throws(VaultError) -> Node {
         let now = Timestamp.now()
         let attributes = NodeAttributes(kind: kind, mode: mode & 0o7777, size: size, at: now,
-                                        contentGeneration: kind == .item ? 1 : 0)
+                                        contentGeneration: kind == .item ? 1 : 0, accessibility: accessibility)
         try storage.insertNode(NodeRow(id: place.node, parent: parent.id, kind: kind.rawValue, incarnation: place.incarnation,
                                        nameTag: cipher.tag(for: name, in: parent.id),
                                        sealedName: cipher.sealName(name, place, parent: parent.id),
@@ -173,11 +245,12 @@ struct NodeStore {
     func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
                       changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
         try writeContent(count: content.count, of: record, modified: modified, changed: changed) { (place, generation) throws(VaultError) in
-            try cipher.sealContent(content, place, generation: generation)
+            try cipher.sealContent(content, place, generation: generation, accessibility: record.attributes.accessibility)
         }
     }
 
-    /// Replaces an item's content with what `seal` encrypts for its place and new generation.
+    /// Replaces an item's content with what `seal` encrypts for its place and new generation,
+    /// under the key of the item's class.
     func writeContent(count: Int, of record: NodeRecord, modified: Timestamp, changed: Timestamp?,
                       seal: (RecordPlace, UInt64) throws(VaultError) -> [UInt8]) throws(VaultError) -> NodeAttributes {
         var attributes = record.attributes
@@ -193,6 +266,9 @@ struct NodeStore {
 
     /// Moves a node under a new parent and name; its content is untouched.
     func relink(_ record: NodeRecord, to parent: NodeID, as name: ItemName, at time: Timestamp) throws(VaultError) {
+        // What is moved may be or hold an after-first-unlock item: its new path must be walkable
+        // while locked. A few rows at most, once each.
+        try resealAncestorsInCurrentLayout(from: parent)
         var attributes = record.attributes
         attributes.changed = time
         try storage.relink(record.id, to: parent, nameTag: cipher.tag(for: name, in: parent),
@@ -229,6 +305,18 @@ struct NodeStore {
         attributes.modified = time
         attributes.changed = time
         try writeAttributes(attributes, of: dictionary)
+    }
+
+    /// Whether any item is after-first-unlock: what decides whether a lock keeps any key. Only
+    /// items in the current layout can be; each is opened (a lock is rare, and the class is
+    /// sealed, so nothing outside the records may tell).
+    func holdsAfterFirstUnlockItem() throws(VaultError) -> Bool {
+        for case .row(let row, _) in try storage.everyNode()
+        where row.kind == NodeKind.item.rawValue && RecordCipher.isCurrentLayout(row.sealedAttributes) {
+            let place = RecordPlace(node: row.id, incarnation: row.incarnation)
+            if try cipher.openAttributes(row.sealedAttributes, place)?.accessibility == .afterFirstUnlock { return true }
+        }
+        return false
     }
 
     /// Whether `ancestor` is `id` or one of its ancestors.

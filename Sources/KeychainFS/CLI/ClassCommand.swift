@@ -1,0 +1,48 @@
+import ArgumentParser
+import VaultCore
+
+struct ClassCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "class",
+        abstract: "Print or change an item's accessibility class, or a dictionary's default class.",
+        discussion: """
+            keychainfs class ITEM              prints its class
+            keychainfs class ITEM CLASS        changes it (the content is sealed again under that class's key)
+            keychainfs class DICTIONARY        prints its default class for items created below it
+            keychainfs class DICTIONARY CLASS  sets that default (`inherit` removes it: the next default up applies)
+            Classes: when-unlocked (the default), after-first-unlock (readable and writable while the mount is
+            locked, until it is unmounted), this-device-only (readable only with this machine's host key,
+            $KEYCHAINFS_HOST_KEY, else $XDG_STATE_HOME/keychainfs/host.key).
+            """
+    )
+
+    static let inherit = "inherit"
+
+    @OptionGroup var vault: VaultOptions
+    @Argument(help: "Item or dictionary path.") var path: String
+    @Argument(help: "The class to set.") var newClass: String?
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let target = try VaultPath(path)
+            var chosen: AccessibilityClass? = nil
+            if let newClass, newClass != ClassCommand.inherit { chosen = try AccessibilityClass(name: newClass) }
+            let opened = try vault.openVault()
+            if newClass != nil {
+                try opened.setClass(chosen, at: target)
+                return
+            }
+            let node = try opened.node(at: target)
+            switch node.kind {
+            case .item:
+                Terminal.writeAll(1, node.attributes.accessibility.description + "\n")
+            case .dictionary:
+                if let own = node.attributes.defaultClass {
+                    Terminal.writeAll(1, own.description + "\n")
+                } else {
+                    Terminal.writeAll(1, "\(ClassCommand.inherit) (new items get \(try opened.effectiveDefaultClass(at: target)))\n")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import CSodium
+import Glibc
+
+/// This machine's host key: 32 random bytes in a file of its own, outside the vault, so a copy
+/// of the vault (and its passphrase) taken elsewhere cannot open this-device-only items.
+/// Created on first use (0600, its directories 0700); read straight into locked memory.
+public enum HostKey {
+    static let bytes = 32
+
+    /// `$KEYCHAINFS_HOST_KEY`, else `$XDG_STATE_HOME/keychainfs/host.key`, else
+    /// `~/.local/state/keychainfs/host.key`.
+    public static var path: String {
+        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        if let explicit = env("KEYCHAINFS_HOST_KEY") { return explicit }
+        if let state = env("XDG_STATE_HOME") { return state + "/keychainfs/host.key" }
+        var home = env("HOME")
+        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
+        return (home ?? "/") + "/.local/state/keychainfs/host.key"
+    }
+
+    /// The host key, creating it when there is none yet.
+    static func load() throws(VaultError) -> SecureBuffer {
+        let path = HostKey.path
+        if let key = try read(path) { return key }
+        try makeDirectories(for: path)
+        var key = try SecureBuffer(capacity: bytes)
+        key.withUnsafeMutableStorage { out in
+            randombytes_buf(out.baseAddress!, out.count)
+            return out.count
+        }
+        // O_EXCL: two first uses at once keep one key, the one that was written first.
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 {
+            let error = errno
+            if error == EEXIST, let existing = try read(path) { return existing }
+            throw failure(path, String(cString: strerror(error)))
+        }
+        let written = key.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes, synced else {
+            unlink(path)
+            throw failure(path, "cannot write it")
+        }
+        return key
+    }
+
+    /// The key at `path`, or nil when there is no file.
+    private static func read(_ path: String) throws(VaultError) -> SecureBuffer? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw failure(path, String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        // One byte more than a key, to tell a longer file from a key.
+        var key = try SecureBuffer(capacity: bytes + 1)
+        var total = 0
+        while total <= bytes {
+            var got = 0
+            key.withUnsafeMutableStorage { storage in
+                got = Glibc.read(fd, storage.baseAddress! + total, storage.count - total)
+                return total + max(got, 0)
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            total += got
+        }
+        guard total == bytes else { throw failure(path, "it holds \(total > bytes ? "more" : "fewer") than \(bytes) bytes") }
+        return key
+    }
+
+    private static func makeDirectories(for path: String) throws(VaultError) {
+        var prefix = ""
+        let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
+        for component in components {
+            prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw failure(path, "cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func failure(_ path: String, _ reason: String) -> VaultError {
+        .storageFailure("host key \(path): \(reason)")
+    }
+}
