@@ -74,6 +74,7 @@ extension Vault {
                 }
             }
             problems += try verifyAttributes(store, nodes: nodes)
+            problems += try verifyAccessLog(store)
             return problems
         }
     }

@@ -172,6 +172,12 @@ public final class Vault: Sendable {
 
     // MARK: running operations
 
+    /// Runs `body` with the storage, locked or not, inside the vault's mutex: for what needs no
+    /// key (the access log is appended with its public key alone).
+    func withStorage<R: ~Copyable>(_ body: (any VaultStorage) throws(VaultError) -> R) throws(VaultError) -> R {
+        try state.withLock { (state) throws(VaultError) -> R in try body(state.storage) }
+    }
+
     /// Runs `body` with the node store while unlocked, inside the vault's mutex.
     func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes,
                                  _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {

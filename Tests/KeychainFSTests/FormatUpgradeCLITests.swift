@@ -33,7 +33,7 @@ private func formatVersion(_ file: String) -> Int64 {
         let token = try cli(vault, ["get", "app/token"])
         #expect(token.exitStatus == .success, "\(token.stderr)")
         #expect(token.stdoutText == "ghp_fixtureToken123")
-        #expect(formatVersion(vault) == 3)
+        #expect(formatVersion(vault) == 4)
         #expect(try cli(vault, ["get", "app/nested/deep/big"]).stdout == Data(repeating: 0x78, count: 5000))
         #expect(try cli(vault, ["get", "unicode/n\\xc3\\xa4me with spaces"]).stdoutText == "héllo wörld\n")
         #expect(try cli(vault, ["ls"]).stdoutText == "app/\nempty-dict/\ntop\nunicode/\n")
@@ -49,7 +49,7 @@ private func formatVersion(_ file: String) -> Int64 {
 
         let full = try cli(vault, ["get", "top"])
         #expect(full.exitStatus == .storage)
-        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 3"), "\(full.stderr)")
+        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 4"), "\(full.stderr)")
         #expect(full.stderr.contains("still format version 1"), "\(full.stderr)")
         #expect(formatVersion(vault) == 1)
 
@@ -57,6 +57,6 @@ private func formatVersion(_ file: String) -> Int64 {
         let after = try cli(vault, ["get", "top"])
         #expect(after.exitStatus == .success, "\(after.stderr)")
         #expect(after.stdoutText == "root item")
-        #expect(formatVersion(vault) == 3)
+        #expect(formatVersion(vault) == 4)
     }
 }

@@ -206,9 +206,9 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
     @Test func newerFormatVersionIsRefused() throws {
         let scratch = Scratch()
         _ = try makeVault(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 4") }
-        #expect(throws: VaultError.unknownFormatVersion(found: 4, supported: 3)) { try reopen(scratch) }
-        #expect(throws: VaultError.unknownFormatVersion(found: 4, supported: 3)) { try Vault.checkOpenable(at: scratch.vaultPath) }
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 5") }
+        #expect(throws: VaultError.unknownFormatVersion(found: 5, supported: 4)) { try reopen(scratch) }
+        #expect(throws: VaultError.unknownFormatVersion(found: 5, supported: 4)) { try Vault.checkOpenable(at: scratch.vaultPath) }
     }
 
     @Test func filesThatAreNotVaultsGetClearErrors() throws {

@@ -18,7 +18,12 @@ struct RecordPlace {
 final class RecordCipher: Sendable {
     private enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
+        /// Sealed boxes take no associated data: this one goes into the batch's plaintext.
+        case accessLog = 8
     }
+
+    /// What an access log batch's plaintext names itself as (see `AccessLogBatch`).
+    static let accessLogPurpose = Purpose.accessLog.rawValue
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
     /// version: a new format changes what records hold, not how they are sealed, so it stays 1

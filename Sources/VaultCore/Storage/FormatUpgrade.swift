@@ -11,6 +11,9 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 2, run: resealAttributesInLayout2),
         // 2 -> 3: the storage adds the table of a node's attributes (empty); no record changes.
         FormatUpgrade(target: 3, run: { _ in }),
+        FormatUpgrade(target: 4, run: { store throws(VaultError) in
+            try createAccessLogIn4(store)
+        }),
     ]
 
     /// Brings the vault behind `store` to `VaultFormat.version`; `found` is the version it was
@@ -38,6 +41,10 @@ struct FormatUpgrade: Sendable {
             throw .formatUpgradeFailed(path: path, version: found, target: VaultFormat.version, reason: error.description)
         }
     }
+
+    /// 3 -> 4, the access log's part: the storage adds the (empty) table; no record changes,
+    /// and the log key is derived from the master key, so nothing is stored for it.
+    private static func createAccessLogIn4(_ store: NodeStore) throws(VaultError) {}
 
     /// 1 -> 2: attributes gain the access time (the modification time, lacking a better one)
     /// and, for dictionaries, the number of subdictionaries, counted from the rows as verify

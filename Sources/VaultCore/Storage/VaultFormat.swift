@@ -3,7 +3,8 @@
 enum VaultFormat {
     /// 2: attributes records of layout 2 (access time, number of subdictionaries).
     /// 3: a node's own attributes (extended attributes), records of their own.
-    static let version = 3
+    /// 4: the access log (sealed batches).
+    static let version = 4
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
