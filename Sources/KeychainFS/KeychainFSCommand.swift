@@ -14,7 +14,7 @@ struct KeychainFSCommand: ParsableCommand {
             """,
         subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
                       AttributeCommand.self, FindItems.self, List.self, Remove.self,
-                      MakeDictionary.self, Move.self, ChangePassphrase.self, Verify.self],
+                      MakeDictionary.self, Move.self, ChangePassphrase.self, Verify.self, LogCommand.self],
         defaultSubcommand: Mount.self
     )
 

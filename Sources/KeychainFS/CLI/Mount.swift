@@ -19,6 +19,12 @@ struct Mount: ParsableCommand {
     @Option(name: .customLong("idle-lock"), help: "Lock after this long without any access (30s, 15m, 1h).")
     var idleLock: String?
 
+    @Option(name: .customLong("log-days"), help: "Keep the access log for N days (0: no access log).")
+    var logDays = AccessLogBounds.defaultDays
+
+    @Option(name: .customLong("log-entries"), help: "Keep at most N access log entries, the newest (0: no access log).")
+    var logEntries = AccessLogBounds.defaultEntries
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -32,11 +38,13 @@ struct Mount: ParsableCommand {
         if let idleLock, LockTriggers.parseDuration(idleLock) == nil {
             throw ValidationError("--idle-lock takes a duration such as 30s, 15m or 1h")
         }
+        guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
     }
 
     func run() throws {
         let request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf,
-                                   idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration))
+                                   idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration),
+                                   accessLog: AccessLogBounds(days: logDays, entries: logEntries))
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

@@ -29,7 +29,8 @@ enum BackgroundLaunch {
 
         let arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
                          "--vault", vaultPath, "--kdf", request.kdf.rawValue]
-            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? []) + [mountpoint]
+            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
+            + ["--log-days", "\(request.accessLog.days)", "--log-entries", "\(request.accessLog.entries)"] + [mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

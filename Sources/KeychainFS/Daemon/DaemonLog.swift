@@ -28,13 +28,14 @@ enum DaemonLog {
         case helperThreadFailed(errno: Int32)
         case controlSocketStopped(errno: Int32)
         case ptraceUnrestricted(scope: Int?)
+        case accessLogWriteFailed(VaultError, entries: Int)
 
         var priority: Int32 {
             switch self {
             case .started, .stopped: LOG_INFO
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted: LOG_WARNING
-            case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped: LOG_ERR
+            case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped, .accessLogWriteFailed: LOG_ERR
             }
         }
 
@@ -70,6 +71,9 @@ enum DaemonLog {
                 "the control socket stopped accepting (\(DaemonLog.errnoName(code))): lock, unlock and status no longer reach this mount"
             case .ptraceUnrestricted(let scope):
                 PtraceScope.warning(scope: scope) ?? "kernel.yama.ptrace_scope is \(scope ?? -1)"
+            case .accessLogWriteFailed(let error, let entries):
+                // The errno only, as for stores: nothing of an entry reaches the system log.
+                "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
             }
         }
     }
@@ -104,6 +108,9 @@ enum DaemonLog {
     static func controlSocketStopped(errno code: Int32) { record(.controlSocketStopped(errno: code)) }
     /// When access rules apply and ptrace is not restricted enough for them to hold.
     static func ptraceUnrestricted(scope: Int?) { record(.ptraceUnrestricted(scope: scope)) }
+
+    /// A batch of the access log could not be committed.
+    static func accessLogWriteFailed(_ error: VaultError, entries: Int) { record(.accessLogWriteFailed(error, entries: entries)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

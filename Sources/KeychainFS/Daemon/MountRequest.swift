@@ -7,6 +7,8 @@ struct MountRequest {
     let kdf: KDFPreset
     /// Lock after this many seconds without a request; nil for never.
     let idleLockSeconds: Int?
+    /// How much access log to keep; either bound at 0 turns logging off.
+    var accessLog: AccessLogBounds = .default
 }
 
 extension MountRequest {
