@@ -77,6 +77,7 @@ extension Vault {
             }
             problems += try verifyAttributes(store, nodes: nodes)
             problems += try verifyRules(store, nodes: nodes)
+            problems += try verifyAccessLog(store)
             return problems
         }
     }

@@ -192,6 +192,12 @@ public final class Vault: Sendable {
 
     // MARK: running operations
 
+    /// Runs `body` with the storage, locked or not, inside the vault's mutex: for what needs no
+    /// key (the access log is appended with its public key alone).
+    func withStorage<R: ~Copyable>(_ body: (any VaultStorage) throws(VaultError) -> R) throws(VaultError) -> R {
+        try state.withLock { (state) throws(VaultError) -> R in try body(state.storage) }
+    }
+
     /// Runs `body` with the node store while unlocked, inside the vault's mutex. While locked
     /// only operations marked `whileLocked` run (with the reduced cipher, which lets them reach
     /// dictionaries and after-first-unlock items only); every other one fails with `.locked`.

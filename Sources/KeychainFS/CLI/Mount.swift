@@ -30,6 +30,11 @@ struct Mount: ParsableCommand {
     /// Tests only: how long a confirmation command may take (seconds), instead of 30.
     @Option(name: .customLong("confirm-timeout"), help: .private)
     var confirmTimeout: Int?
+    @Option(name: .customLong("log-days"), help: "Keep the access log for N days (0: no access log).")
+    var logDays = AccessLogBounds.defaultDays
+
+    @Option(name: .customLong("log-entries"), help: "Keep at most N access log entries, the newest (0: no access log).")
+    var logEntries = AccessLogBounds.defaultEntries
 
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
@@ -50,6 +55,7 @@ struct Mount: ParsableCommand {
         if let confirmWith, confirmWith.allSatisfy(\.isWhitespace) {
             throw ValidationError("--confirm-with needs a command")
         }
+        guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
     }
 
     func run() throws {
@@ -57,7 +63,8 @@ struct Mount: ParsableCommand {
                                    idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration),
                                    confirmCommand: confirmWith,
                                    confirmRememberSeconds: LockTriggers.parseDuration(confirmRemember) ?? 300,
-                                   confirmTimeoutSeconds: confirmTimeout ?? 30)
+                                   confirmTimeoutSeconds: confirmTimeout ?? 30,
+                                   accessLog: AccessLogBounds(days: logDays, entries: logEntries))
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

@@ -32,6 +32,7 @@ enum BackgroundLaunch {
             + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
             + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
             + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
+            + ["--log-days", "\(request.accessLog.days)", "--log-entries", "\(request.accessLog.entries)"]
             + [mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

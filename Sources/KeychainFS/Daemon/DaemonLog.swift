@@ -31,6 +31,7 @@ enum DaemonLog {
         case accessDenied(AccessDenial)
         case confirmation(ConfirmationAnswer, pid: pid_t)
         case accessRulesRefused(VaultError)
+        case accessLogWriteFailed(VaultError, entries: Int)
 
         var priority: Int32 {
             switch self {
@@ -39,7 +40,7 @@ enum DaemonLog {
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
             case .confirmation: LOG_NOTICE
             case .accessRulesRefused: LOG_ERR
-            case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped: LOG_ERR
+            case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped, .accessLogWriteFailed: LOG_ERR
             }
         }
 
@@ -83,6 +84,9 @@ enum DaemonLog {
             case .accessRulesRefused(let error):
                 "the access rules cannot be read, so every request is refused until they can: "
                     + (error.errno == EIO ? "a rule record failed authentication or could not be read" : DaemonLog.errnoName(error.errno))
+            case .accessLogWriteFailed(let error, let entries):
+                // The errno only, as for stores: nothing of an entry reaches the system log.
+                "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
             }
         }
     }
@@ -120,6 +124,9 @@ enum DaemonLog {
     static func confirmationAnswered(_ answer: ConfirmationAnswer, pid: pid_t) { record(.confirmation(answer, pid: pid)) }
     static func accessRulesRefused(_ error: VaultError) { record(.accessRulesRefused(error)) }
     static func ptraceUnrestricted(scope: Int?) { record(.ptraceUnrestricted(scope: scope)) }
+
+    /// A batch of the access log could not be committed.
+    static func accessLogWriteFailed(_ error: VaultError, entries: Int) { record(.accessLogWriteFailed(error, entries: entries)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

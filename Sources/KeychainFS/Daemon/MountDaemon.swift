@@ -73,6 +73,15 @@ enum MountDaemon {
         _ = chdir("/")
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
+        // Before serving: the writer derives the log's public key while the vault is unlocked.
+        // The driver records through it (the integrator's hooks) and it flushes at lock.
+        let accessLog: AccessLogWriter?
+        do throws(VaultError) {
+            accessLog = try AccessLogWriter(vault: vault, bounds: request.accessLog)
+        } catch {
+            throw CommandFailure(error)
+        }
+        accessLog?.start()
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
         let gate = try accessGate(vault, request: request, mountpoint: mountpoint)
         let fileSystem = FileSystem(vault: vault, gate: gate) {
@@ -93,6 +102,8 @@ enum MountDaemon {
             // An unmount is a last close for every open file; no caller is left to hear of a
             // store that fails then, so the log does.
             for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
+            // Entries of the last second are committed before the daemon goes.
+            accessLog?.stop()
             RuntimeState.remove(mountpoint: mountpoint)
             control.stop()
             // A mount that never came up is reported to the caller instead.

@@ -13,6 +13,8 @@ struct MountRequest {
     var confirmRememberSeconds: Int = 300
     /// How long a confirmation command may take before it is stopped and the access refused.
     var confirmTimeoutSeconds: Int = 30
+    /// How much access log to keep; either bound at 0 turns logging off.
+    var accessLog: AccessLogBounds = .default
 }
 
 extension MountRequest {

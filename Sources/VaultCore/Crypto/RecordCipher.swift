@@ -20,6 +20,8 @@ final class RecordCipher: Sendable {
     private enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
         case rules = 7
+        /// Sealed boxes take no associated data: this one goes into the batch's plaintext.
+        case accessLog = 8
         /// Contents of the other accessibility classes. Each class has its own key already; a
         /// purpose of its own as well binds the class into the associated data, so a content is
         /// never accepted under another class even if keys were ever shared, and the binding is
@@ -27,6 +29,9 @@ final class RecordCipher: Sendable {
         /// contents keep purpose 4, so contents sealed before classes existed stay valid.
         case afterFirstUnlockContent = 9, thisDeviceOnlyContent = 10
     }
+
+    /// What an access log batch's plaintext names itself as (see `AccessLogBatch`).
+    static let accessLogPurpose = Purpose.accessLog.rawValue
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
     /// version: a new format changes what records hold, not how they are sealed, so it stays 1

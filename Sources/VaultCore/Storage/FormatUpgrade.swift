@@ -21,6 +21,7 @@ struct FormatUpgrade: Sendable {
     /// is written.
     private static func upgradeTo4(_ store: NodeStore) throws(VaultError) {
         try addAccessRules(store)
+        try createAccessLogIn4(store)
         try upgradeClassesTo4(store)
     }
 
@@ -52,6 +53,10 @@ struct FormatUpgrade: Sendable {
             throw .formatUpgradeFailed(path: path, version: found, target: VaultFormat.version, reason: error.description)
         }
     }
+
+    /// 3 -> 4, the access log's part: the storage adds the (empty) table; no record changes,
+    /// and the log key is derived from the master key, so nothing is stored for it.
+    private static func createAccessLogIn4(_ store: NodeStore) throws(VaultError) {}
 
     /// 1 -> 2: attributes gain the access time (the modification time, lacking a better one)
     /// and, for dictionaries, the number of subdictionaries, counted from the rows as verify

@@ -3,8 +3,9 @@
 enum VaultFormat {
     /// 2: attributes records of layout 2 (access time, number of subdictionaries).
     /// 3: a node's own attributes (extended attributes), records of their own.
-    /// 4: access rules (a sealed record per ruled node and a MAC over all of them) and
-    ///    accessibility classes (attributes records of layout 3; older ones still read).
+    /// 4: access rules (a sealed record per ruled node and a MAC over all of them), the access
+    ///    log (sealed batches) and accessibility classes (attributes records of layout 3; older
+    ///    ones still read).
     static let version = 4
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1

@@ -15,8 +15,8 @@
 /// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
 /// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
 ///
-/// Methods are grouped by record family; the next families (an access log) come as further
-/// groups, with their rows beside `NodeRow`, `AttributeRow` and `RuleRow`.
+/// Methods are grouped by record family, with their rows beside `NodeRow`, `AttributeRow`,
+/// `RuleRow` and `AccessLogRow`.
 /// Outside `write`/`read`, each call is its own snapshot. Not thread-safe: a vault serialises its
 /// calls with its own mutex, which is what makes the `Sendable` claim of implementations true.
 protocol VaultStorage: AnyObject, Sendable {
@@ -124,6 +124,25 @@ protocol VaultStorage: AnyObject, Sendable {
     func rulesMAC() throws(VaultError) -> [UInt8]?
     /// In the same transaction as the rule rows it covers.
     func setRulesMAC(_ mac: [UInt8]) throws(VaultError)
+
+    // MARK: access log
+
+    /// One more than the highest batch sequence stored (1 for an empty log). Inside the `write`
+    /// that appends, since the number is sealed into the batch before it is stored.
+    func nextAccessLogSequence() throws(VaultError) -> Int64
+    func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError)
+    /// Batches whose `lastTime` is at or after `since` (every batch for nil) and whose sequence
+    /// is above `afterSequence`, by sequence. Rows the storage cannot read come as `.malformed`.
+    func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch]
+    /// Deletes the oldest batches up to the last whose `lastTime` is before `olderThan`, then the
+    /// oldest while the entries of the batches kept exceed `maximumEntries`; never the newest
+    /// batch, and always a prefix, so the batches kept are one run of sequences. Inside the append's
+    /// `write`. Gives the number of batches deleted.
+    @discardableResult
+    func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int
+    /// How many batches and entries are stored, and the highest sequence (nil when empty):
+    /// readable without keys, as the file shows them to anyone.
+    func accessLogSummary() throws(VaultError) -> AccessLogSummary
 }
 
 /// How a write transaction's commit reaches the disk.
@@ -193,6 +212,23 @@ struct AttributeRow {
 struct RuleRow: Equatable {
     let node: NodeID
     let sealed: [UInt8]
+}
+
+/// One batch of the access log as stored. Times (seconds since the epoch) and the count are in
+/// clear and unchecked until the sealed batch, which carries all three, is opened.
+struct AccessLogRow {
+    let sequence: Int64
+    let firstTime: Int64
+    let lastTime: Int64
+    let entries: Int
+    let sealed: [UInt8]
+}
+
+/// A row of `accessLogBatches`.
+enum StoredAccessLogBatch {
+    case row(AccessLogRow)
+    /// A row with missing or mistyped columns; its sequence when that much is readable.
+    case malformed(sequence: Int64?)
 }
 
 /// A row of `everyAttribute`.

@@ -31,6 +31,7 @@ enum SQLiteSchema {
         );
         \(attributesTable)
         \(rulesTable)
+        \(accessLogTable)
         """
 
     /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
@@ -57,10 +58,23 @@ enum SQLiteSchema {
         ALTER TABLE vault ADD COLUMN rules_mac BLOB;
         """
 
+    /// The access log: one row per batch of entries, sealed to the vault's log key (see
+    /// `AccessLogSealer`). Times and the entry count are in clear, so pruning and `--since` need
+    /// no key; who, what and the decision are only inside `sealed`.
+    static let accessLogTable = """
+        CREATE TABLE access_log (
+            sequence   INTEGER PRIMARY KEY,
+            first_time INTEGER NOT NULL,
+            last_time  INTEGER NOT NULL,
+            entries    INTEGER NOT NULL,
+            sealed     BLOB    NOT NULL
+        );
+        """
+
     /// What the tables need to reach each format version from the one before, by target
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
-    /// the table of attributes; version 4 the access rules.
-    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable]
+    /// the table of attributes; version 4 the access rules and the access log.
+    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable]
 
     /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
     /// so replaced ciphertexts do not linger, wait out other writers rather than fail.

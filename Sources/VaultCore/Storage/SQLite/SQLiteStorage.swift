@@ -367,4 +367,60 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             throw .integrityFailure("vault header (missing)")
         }
     }
+
+    // MARK: access log
+
+    func nextAccessLogSequence() throws(VaultError) -> Int64 {
+        try db.integer("SELECT coalesce(max(sequence), 0) + 1 FROM access_log")
+    }
+
+    func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
+        try db.run("INSERT INTO access_log (sequence, first_time, last_time, entries, sealed) VALUES (?, ?, ?, ?, ?)", [
+            .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .blob(row.sealed),
+        ])
+    }
+
+    func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
+        var batches: [StoredAccessLogBatch] = []
+        try db.query("""
+            SELECT sequence, first_time, last_time, entries, sealed FROM access_log
+            WHERE last_time >= ? AND sequence > ? ORDER BY sequence
+            """, [.integer(since ?? Int64.min), .integer(afterSequence ?? Int64.min)]) { (row) throws(VaultError) in
+            if let sequence = row[0].integer, let first = row[1].integer, let last = row[2].integer, let entries = row[3].integer,
+               let sealed = row[4].blob, entries >= 0, entries <= Int64(Int32.max) {
+                batches.append(.row(AccessLogRow(sequence: sequence, firstTime: first, lastTime: last, entries: Int(entries), sealed: sealed)))
+            } else {
+                batches.append(.malformed(sequence: row[0].integer))
+            }
+        }
+        return batches
+    }
+
+    func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
+        let newest = "(SELECT max(sequence) FROM access_log)"
+        // Always a prefix (up to the last batch that is too old), even if the clock went back
+        // meanwhile: what is kept stays one run of sequences, so a gap means tampering.
+        var deleted = try db.run("""
+            DELETE FROM access_log WHERE sequence < \(newest)
+            AND sequence <= (SELECT max(sequence) FROM access_log WHERE last_time < ?)
+            """, [.integer(olderThan)])
+        // A running total from the newest batch back: a batch is kept while the entries of it
+        // and of every newer one stay within the bound.
+        deleted += try db.run("""
+            DELETE FROM access_log WHERE sequence < \(newest) AND sequence IN (
+                SELECT sequence FROM (
+                    SELECT sequence, sum(entries) OVER (ORDER BY sequence DESC) AS total FROM access_log
+                ) WHERE total > ?
+            )
+            """, [.integer(Int64(maximumEntries))])
+        return deleted
+    }
+
+    func accessLogSummary() throws(VaultError) -> AccessLogSummary {
+        guard let row = try db.row("SELECT count(*), coalesce(sum(entries), 0), max(sequence) FROM access_log"),
+              let batches = row[0].integer, let entries = row[1].integer else {
+            throw .storageFailure("no result for the access log summary")
+        }
+        return AccessLogSummary(batches: Int(batches), entries: Int(entries), lastSequence: row[2].integer)
+    }
 }

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Glibc
+import Synchronization
+import VaultCore
+
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Show the access log: one line per open, listing, denial, confirmation, rule or class change, lock and unlock.",
+        discussion: "Lines: time (UTC), pid, executable, unit, access, decision, path. A batch that fails authentication is reported and the command fails."
+    )
+
+    @OptionGroup var vault: VaultOptions
+    @Option(help: "Only entries of the last DURATION (30s, 15m, 1h, 2d).") var since: String?
+    @Flag(help: "Only denials (and refused confirmations).") var denied = false
+    @Flag(help: "Print a JSON array of entries (JSON lines with --follow).") var json = false
+    @Flag(help: "Keep printing entries as they are committed, until interrupted.") var follow = false
+    @Argument(help: "Only entries at or below this path.") var path: String?
+
+    func validate() throws {
+        if let since, LockTriggers.parseDuration(since) == nil {
+            throw ValidationError("--since takes a duration such as 30s, 15m, 1h or 2d")
+        }
+    }
+
+    /// Set by SIGINT and SIGTERM while following.
+    private static let interrupted = Atomic<Bool>(false)
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let filter = try path.map { (text) throws(VaultError) in try VaultPath(text) }
+            let opened = try vault.openVault()
+            let start = since.flatMap(LockTriggers.parseDuration).map { Timestamp.now().seconds - Int64($0) }
+            if follow { LogCommand.catchInterrupts() }
+            var reading = try opened.accessLog(since: start)
+            var shown = reading.entries.filter { keeps($0, filter) }
+            if json && !follow {
+                try JSONOutput.write(shown.map(AccessLogEntryJSON.init))
+            } else {
+                try print(shown)
+            }
+            try checked(reading)
+            guard follow else { return }
+            var stamp = try opened.changeStamp()
+            var last = reading.lastSequence
+            while !LogCommand.interrupted.load(ordering: .relaxed) {
+                var pause = timespec(tv_sec: 0, tv_nsec: 200_000_000)
+                nanosleep(&pause, nil)  // a signal ends it early
+                let now = try opened.changeStamp()
+                guard now != stamp else { continue }
+                stamp = now
+                // The newest batches only: each batch is printed once, as it is committed.
+                reading = try opened.accessLog(afterSequence: last ?? 0)
+                last = reading.lastSequence
+                shown = reading.entries.filter { keeps($0, filter) }
+                try print(shown)
+                try checked(reading)
+            }
+        }
+    }
+
+    private func keeps(_ entry: AccessLogEntry, _ filter: VaultPath?) -> Bool {
+        if denied && !entry.decision.isDenial { return false }
+        guard let filter else { return true }
+        guard let path = entry.path else { return false }
+        return path.components.count >= filter.components.count && zip(path.components, filter.components).allSatisfy { $0 == $1 }
+    }
+
+    private func print(_ entries: [AccessLogEntry]) throws(VaultError) {
+        guard !entries.isEmpty else { return }
+        if json {
+            // One line each (JSON lines): a follower can act on each as it comes.
+            for entry in entries { try JSONOutput.write(AccessLogEntryJSON(entry)) }
+            return
+        }
+        var output = ""
+        for entry in entries {
+            let fields = [AccessLogEntryJSON.isoTime(entry.time), String(entry.pid), entry.executable ?? "-", entry.unit ?? "-",
+                          entry.access.description, entry.decision.description, AccessLogEntryJSON.pathText(entry)]
+            output += fields.map(LogCommand.printable).joined(separator: "  ") + "\n"
+        }
+        Terminal.writeAll(1, output)
+    }
+
+    /// Every batch that did not open goes to stderr, and the command fails (after printing the rest).
+    private func checked(_ reading: AccessLogReading) throws(VaultError) {
+        guard !reading.problems.isEmpty else { return }
+        for problem in reading.problems { Terminal.printError("integrity failure: \(problem)") }
+        throw .integrityFailure("\(reading.problems.count) access log batch(es)")
+    }
+
+    /// A line per entry: control characters (in a name or an executable's path) would forge lines.
+    private static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+    }
+
+    private static func catchInterrupts() {
+        for signal in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in LogCommand.interrupted.store(true, ordering: .relaxed) }
+            // No SA_RESTART: the pause ends at the signal.
+            sigaction(signal, &action, nil)
+        }
+    }
+}
+
+/// One entry of `log --json`.
+struct AccessLogEntryJSON: Encodable {
+    /// ISO-8601, UTC, with nanoseconds.
+    let time: String
+    let pid: Int32
+    let executable: String?
+    let unit: String?
+    let access: String
+    /// "allowed", "denied", "confirmed" or "refused".
+    let decision: String
+    let reason: String?
+    /// nil for events of no path; `<node N>` for a node that no longer exists.
+    let path: String?
+
+    init(_ entry: AccessLogEntry) {
+        time = AccessLogEntryJSON.isoTime(entry.time)
+        pid = entry.pid
+        executable = entry.executable
+        unit = entry.unit
+        access = entry.access.description
+        switch entry.decision {
+        case .allowed: decision = "allowed"; reason = nil
+        case .denied(let why): decision = "denied"; reason = why
+        case .confirmed(let yes): decision = yes ? "confirmed" : "refused"; reason = nil
+        }
+        path = entry.path == nil && entry.node == nil ? nil : AccessLogEntryJSON.pathText(entry)
+    }
+
+    static func pathText(_ entry: AccessLogEntry) -> String {
+        if let path = entry.path { return path.isRoot ? "/" : path.description }
+        if let node = entry.node { return "<node \(node.rawValue)>" }
+        return "-"
+    }
+
+    static func isoTime(_ time: Timestamp) -> String {
+        var seconds = time_t(time.seconds)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var text = [CChar](repeating: 0, count: 32)
+        strftime(&text, text.count, "%Y-%m-%dT%H:%M:%S", &parts)
+        let nanos = String(time.nanoseconds)
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } + "." + String(repeating: "0", count: 9 - nanos.count) + nanos + "Z"
+    }
+}

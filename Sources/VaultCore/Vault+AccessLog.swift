@@ -1,0 +1,123 @@
+/// The access log: sealed batches of entries (see `AccessLogSealer` for why sealed boxes).
+extension Vault {
+    /// What a mount logs with: the log's public key only, so it keeps working while the vault is
+    /// locked. Needs the vault unlocked to derive it.
+    public func accessLogSealer() throws(VaultError) -> AccessLogSealer {
+        try withStore { (store) throws(VaultError) in try AccessLogKeys(cipher: store.cipher).sealer }
+    }
+
+    /// Appends `entries` as one batch, pruned to `bounds`, in one durable transaction. With a
+    /// sealer this works while locked; without one it derives it (unlocked only).
+    public func appendAccessLog(_ entries: [AccessLogEntry], sealer: AccessLogSealer? = nil,
+                                bounds: AccessLogBounds = .default) throws(VaultError) {
+        guard !entries.isEmpty, bounds.isEnabled else { return }
+        let sealer = if let sealer { sealer } else { try accessLogSealer() }
+        try withStorage { (storage) throws(VaultError) in
+            try storage.write(.durable) { () throws(VaultError) in try sealer.append(entries, to: storage, bounds: bounds) }
+        }
+    }
+
+    /// The same inside a transaction the caller holds (a rule change and its entry commit together).
+    func appendAccessLog(_ entries: [AccessLogEntry], in store: NodeStore, bounds: AccessLogBounds = .default) throws(VaultError) {
+        guard !entries.isEmpty, bounds.isEnabled else { return }
+        try AccessLogKeys(cipher: store.cipher).sealer.append(entries, to: store.storage, bounds: bounds)
+    }
+
+    /// Batches, entries and the newest sequence; needs no key (works while locked).
+    public func accessLogSummary() throws(VaultError) -> AccessLogSummary {
+        try withStorage { (storage) throws(VaultError) in try storage.accessLogSummary() }
+    }
+
+    /// Opens the batches whose last entry is at or after `since` (seconds since the epoch) and
+    /// whose sequence is above `afterSequence`. Entries recorded by node whose path was not
+    /// resolved when written get their node's path now, if it still exists. A batch that fails is
+    /// a problem in the result, never skipped in silence.
+    public func accessLog(since: Int64? = nil, afterSequence: Int64? = nil) throws(VaultError) -> AccessLogReading {
+        try reading(naming: .paths) { (store) throws(VaultError) -> AccessLogReading in
+            let keys = try AccessLogKeys(cipher: store.cipher)
+            var entries: [AccessLogEntry] = []
+            var problems: [IntegrityProblem] = []
+            var last = afterSequence
+            for (sequence, outcome) in try openBatches(store, keys, since: since, afterSequence: afterSequence) {
+                switch outcome {
+                case .success(let batch): entries += batch
+                case .failure(let defect): problems.append(AccessLogDefect.problem(sequence, defect))
+                }
+                last = sequence.map { max($0, last ?? $0) } ?? last
+            }
+            let unresolved = Set(entries.compactMap { $0.path == nil ? $0.node : nil })
+            if !unresolved.isEmpty {
+                let found = try paths(of: unresolved, in: store)
+                for index in entries.indices where entries[index].path == nil {
+                    if let node = entries[index].node { entries[index].path = found[node] }
+                }
+            }
+            if since != nil { entries.removeAll { $0.time.seconds < since! } }
+            return AccessLogReading(entries: entries, problems: problems, lastSequence: last)
+        }
+    }
+
+    /// Every batch opened in order, and a gap in the sequences (pruning removes only the oldest,
+    /// so one means batches were deleted). Without `since` only: batch times need not grow with
+    /// their sequences (the clock may go back), so a time filter may leave gaps of its own.
+    private func openBatches(_ store: NodeStore, _ keys: borrowing AccessLogKeys, since: Int64?,
+                             afterSequence: Int64?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
+        var outcomes: [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] = []
+        var previous = afterSequence
+        for stored in try store.storage.accessLogBatches(since: since, afterSequence: afterSequence) {
+            switch stored {
+            case .malformed(let sequence):
+                outcomes.append((sequence, .failure(.malformedRow)))
+            case .row(let row):
+                if since == nil, let previous, row.sequence != previous + 1 {
+                    outcomes.append((row.sequence, .failure(.missingBatches(after: previous, next: row.sequence))))
+                }
+                outcomes.append((row.sequence, try keys.open(row)))
+                previous = row.sequence
+            }
+        }
+        return outcomes
+    }
+
+    /// The paths of `nodes` as they are now, in one snapshot; nodes that no longer exist (or
+    /// fail authentication) are left out. What a mount resolves its entries with when it flushes.
+    public func paths(of nodes: Set<NodeID>) throws(VaultError) -> [NodeID: VaultPath] {
+        try reading { (store) throws(VaultError) in try paths(of: nodes, in: store) }
+    }
+
+    private func paths(of nodes: Set<NodeID>, in store: NodeStore) throws(VaultError) -> [NodeID: VaultPath] {
+        // Parents are shared by most entries of a batch: each node is read and decrypted once.
+        var known: [NodeID: VaultPath?] = [.root: .root]
+        func path(_ id: NodeID, depth: Int) throws(VaultError) -> VaultPath? {
+            if let cached = known[id] { return cached }
+            var resolved: VaultPath?
+            if depth < 1024, let found = try? store.recordAndName(id) ?? nil, let name = found.name,
+               let parent = try path(found.record.parent, depth: depth + 1) {
+                resolved = parent.appending(name)
+            }
+            known[id] = .some(resolved)
+            return resolved
+        }
+        var result: [NodeID: VaultPath] = [:]
+        for node in nodes {
+            if let found = try path(node, depth: 0) { result[node] = found }
+        }
+        return result
+    }
+
+    /// Every batch opens, sits at its own sequence, and none is missing between the oldest kept
+    /// and the newest; for `verify`.
+    func verifyAccessLog(_ store: NodeStore) throws(VaultError) -> [IntegrityProblem] {
+        let keys = try AccessLogKeys(cipher: store.cipher)
+        return try openBatches(store, keys, since: nil, afterSequence: nil).compactMap { sequence, outcome in
+            guard case .failure(let defect) = outcome else { return nil }
+            return AccessLogDefect.problem(sequence, defect)
+        }
+    }
+}
+
+extension AccessLogDefect {
+    static func problem(_ sequence: Int64?, _ defect: AccessLogDefect) -> IntegrityProblem {
+        IntegrityProblem(path: "<access log batch \(sequence.map(String.init) ?? "?")>", reason: defect.description)
+    }
+}
