@@ -1,3 +1,5 @@
+import Glibc
+
 /// The access log: sealed batches of entries (see `AccessLogSealer` for why sealed boxes).
 extension Vault {
     /// What a mount logs with: the log's public key only, so it keeps working while the vault is
@@ -15,6 +17,14 @@ extension Vault {
         try withStorage { (storage) throws(VaultError) in
             try storage.write(.durable) { () throws(VaultError) in try sealer.append(entries, to: storage, bounds: bounds) }
         }
+    }
+
+    /// The entry of a change this process makes with the passphrase (a rule or class change by
+    /// the command line): its own pid and executable.
+    static func ownChange(_ access: LoggedAccess, at path: VaultPath) -> AccessLogEntry {
+        let me = ProcessIdentity(pid: getpid())
+        return AccessLogEntry(pid: getpid(), executable: me.executable?.path, unit: me.unit, path: path, access: access,
+                              decision: .allowed)
     }
 
     /// The same inside a transaction the caller holds (a rule change and its entry commit together).

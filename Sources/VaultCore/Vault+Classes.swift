@@ -9,6 +9,8 @@ extension Vault {
         try writing(naming: .paths) { (store) throws(VaultError) -> Node in
             let record = try resolve(path, in: store)
             let now = Timestamp.now()
+            // In the same transaction: a class change is never made without its entry.
+            try appendAccessLog([Vault.ownChange(.classChange, at: path)], in: store)
             switch record.kind {
             case .item:
                 guard let accessibility else {

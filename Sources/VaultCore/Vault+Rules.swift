@@ -25,6 +25,7 @@ extension Vault {
                 }
                 return rules
             }
+            try appendAccessLog([Vault.ownChange(.ruleChange, at: path)], in: store)
         }
     }
 
@@ -35,7 +36,7 @@ extension Vault {
     @discardableResult
     public func disallow(_ principal: Principal?, at path: VaultPath) throws(VaultError) -> [AccessRule] {
         try writing(naming: .paths) { (store) throws(VaultError) -> [AccessRule] in
-            try store.changeRules(of: try resolve(path, in: store)) { (current) throws(VaultError) -> [AccessRule] in
+            let left = try store.changeRules(of: try resolve(path, in: store)) { (current) throws(VaultError) -> [AccessRule] in
                 guard let principal else {
                     guard !current.isEmpty else { throw .noSuchRule(path.description) }
                     return []
@@ -44,6 +45,8 @@ extension Vault {
                 guard kept.count < current.count else { throw .noSuchRule("\(path.description), \(principal)") }
                 return kept
             }
+            try appendAccessLog([Vault.ownChange(.ruleChange, at: path)], in: store)
+            return left
         }
     }
 

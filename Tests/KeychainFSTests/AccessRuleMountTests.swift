@@ -240,6 +240,63 @@ struct AccessRuleMountTests {
     }
 }
 
+extension AccessRuleMountTests {
+    /// One decoded entry of `keychainfs log --json`.
+    struct LoggedEntry: Decodable {
+        let pid: Int32
+        let executable: String?
+        let access: String
+        let decision: String
+        let reason: String?
+        let path: String?
+    }
+
+    /// Every case the access log records, through a real mount and `keychainfs log --json`.
+    @Test func theLogShowsEachCase() throws {
+        let s = try Scene(mountArguments: ["--confirm-with", "exit 1"])
+        try s.allow(["app", "--exe", s.reader])
+        try s.allow(["open", "--exe", s.copy, "--confirm"])
+        #expect(eventually(within: 1) { (try? run("/bin/cat", [s.m.path("open/plain")]).status) != 0 })
+        let read = try s.attempt(s.reader, [s.m.path("app/token")])
+        #expect(read.status == 0)
+        let listed = try s.attempt("/bin/ls", [s.m.path("app")])
+        #expect(listed.status != 0)
+        let refused = try s.attempt(s.copy, [s.m.path("open/plain")])
+        #expect(refused.status != 0)
+        #expect(try run(keychainfsBinary, ["lock", s.m.mountpoint]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", s.m.cli.passphraseFile, s.m.mountpoint]).exitStatus == .success)
+        #expect(try s.m.cli.cli(["class", "open/plain", "after-first-unlock"]).exitStatus == .success)
+
+        func entries() throws -> [LoggedEntry] {
+            let shown = try s.m.cli.cli(["log", "--json"])
+            guard shown.exitStatus == .success else { throw FixtureError("log: \(shown.stderr)") }
+            return try JSONDecoder().decode([LoggedEntry].self, from: shown.stdout)
+        }
+        func has(_ access: String, _ decision: String, _ path: String?, executable: String? = nil) throws -> Bool {
+            try entries().contains { entry in
+                entry.access == access && entry.decision == decision && entry.path == path
+                    && (executable == nil || entry.executable == executable)
+            }
+        }
+        // Durable within about a second (the writer commits at most once a second).
+        #expect(try eventually(within: 5) { try has("unlock", "allowed", nil) })
+        #expect(try has("rule-change", "allowed", "app"))
+        #expect(try has("read", "allowed", "app/token", executable: s.reader))
+        #expect(try has("list", "denied", "app", executable: "/usr/bin/ls"))
+        #expect(try has("confirmation", "refused", "open/plain", executable: s.copy))
+        #expect(try has("lock", "allowed", nil))
+        #expect(try has("class-change", "allowed", "open/plain"))
+        // --denied keeps only refusals; a PATH keeps what is at or below it.
+        let denied = try JSONDecoder().decode([LoggedEntry].self, from: try s.m.cli.cli(["log", "--json", "--denied"]).stdout)
+        #expect(!denied.isEmpty && denied.allSatisfy { $0.decision == "denied" || $0.decision == "refused" })
+        let under = try JSONDecoder().decode([LoggedEntry].self, from: try s.m.cli.cli(["log", "--json", "app"]).stdout)
+        #expect(!under.isEmpty && under.allSatisfy { $0.path == "app" || $0.path?.hasPrefix("app/") == true })
+        // Nothing of the paths in clear in the vault file.
+        let file = try Data(contentsOf: URL(fileURLWithPath: s.m.vault))
+        #expect(file.range(of: Data("app/token".utf8)) == nil)
+    }
+}
+
 /// A dash process started from `shell` that reads `path` with its builtin `read` once told to,
 /// so it can be started before its executable is replaced.
 final class HeldShell {

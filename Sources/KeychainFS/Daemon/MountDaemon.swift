@@ -83,7 +83,7 @@ enum MountDaemon {
         }
         accessLog?.start()
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
-        let gate = try accessGate(vault, request: request, mountpoint: mountpoint)
+        let gate = try accessGate(vault, request: request, mountpoint: mountpoint, log: accessLog)
         let fileSystem = FileSystem(vault: vault, gate: gate) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
@@ -101,9 +101,10 @@ enum MountDaemon {
             // Wipe first: the control socket disappearing last tells watchers it is done.
             // An unmount is a last close for every open file; no caller is left to hear of a
             // store that fails then, so the log does.
-            for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
-            // Entries of the last second are committed before the daemon goes.
+            // Entries of the last second are committed before the daemon goes, while the keys
+            // still resolve their paths.
             accessLog?.stop()
+            for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
             RuntimeState.remove(mountpoint: mountpoint)
             control.stop()
             // A mount that never came up is reported to the caller instead.
@@ -124,7 +125,8 @@ enum MountDaemon {
 
     /// The vault's access rules, read before anything is served: rules that fail
     /// authentication refuse the mount (never fail open).
-    private static func accessGate(_ vault: Vault, request: MountRequest, mountpoint: String) throws(CommandFailure) -> AccessGate {
+    private static func accessGate(_ vault: Vault, request: MountRequest, mountpoint: String,
+                                   log: AccessLogWriter?) throws(CommandFailure) -> AccessGate {
         let policy: AccessPolicy
         do throws(VaultError) {
             policy = try vault.accessPolicy()
@@ -137,7 +139,7 @@ enum MountDaemon {
         let broker = ConfirmationBroker(command: request.confirmCommand, pathPrefix: mountpoint,
                                         timeout: .seconds(request.confirmTimeoutSeconds),
                                         rememberDuration: .seconds(request.confirmRememberSeconds))
-        return AccessGate(vault: vault, policy: policy, broker: broker)
+        return AccessGate(vault: vault, policy: policy, broker: broker, log: log)
     }
 
     /// The vault, unlocked and claimed for this mount. The passphrase is wiped on return.

@@ -11,14 +11,15 @@ extension FileSystem {
     /// the vault holds after-first-unlock items, the vault keeps their keys (and only theirs),
     /// and their open items keep their plaintext, pending writes and descriptors.
     func lock() {
+        gate.willLock()
         var entries: [(parent: UInt64, name: ItemName)] = []
         var inodes: [UInt64] = []
-        state.withLock { state in
+        let locked = state.withLock { state -> Bool in
             // Names of what the kernel caches, decrypted while the keys still exist.
             let cached = Array(state.lookups.inodes)
             guard state.lock.beginLock() else {
                 vault.lock()  // already locked: make sure no key is left whatever happened before
-                return
+                return false
             }
             for inode in cached where inode != UInt64(NodeID.root.rawValue) {
                 inodes.append(inode)
@@ -47,8 +48,9 @@ extension FileSystem {
             // Open directory handles stay open: their names go, what comes back after unlock
             // is decided when they are read again.
             state.directories.wipeNames()
+            return true
         }
-        gate.didLock()
+        if locked { gate.didLock() }
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
         entries.removeAll()
     }
@@ -70,6 +72,7 @@ extension FileSystem {
         }
         try vault.unlock(passphrase: passphrase)
         derived = true
+        gate.didUnlock()
         // Before requests are served again: rules may have changed while the vault was locked.
         gate.refresh()
     }

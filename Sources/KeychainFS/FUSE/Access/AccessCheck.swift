@@ -12,6 +12,15 @@ struct AccessCheck: Sendable {
 
     let access: Access
     let target: Target
+    /// An open of an item: recorded in the access log whether or not a rule governs it. Other
+    /// checks are recorded when a rule governs them or they are refused.
+    var isItemOpen = false
+
+    /// The node, when the check names one (not an entry to be looked up).
+    var nodeID: NodeID? {
+        if case .node(let id) = target { return id }
+        return nil
+    }
 
     static func read(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .read, target: .node(NodeID(Int64(inode)))) }
     static func list(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .list, target: .node(NodeID(Int64(inode)))) }
@@ -22,6 +31,8 @@ struct AccessCheck: Sendable {
 
     /// What an open with `flags` does: reading unless it may write or truncates.
     static func open(_ inode: UInt64, flags: Int32) -> AccessCheck {
-        flags & O_ACCMODE == O_RDONLY && flags & O_TRUNC == 0 ? .read(inode) : .write(inode)
+        var check: AccessCheck = flags & O_ACCMODE == O_RDONLY && flags & O_TRUNC == 0 ? .read(inode) : .write(inode)
+        check.isItemOpen = true
+        return check
     }
 }

@@ -12,6 +12,8 @@ import VaultCore
 final class AccessGate: Sendable {
     private let vault: Vault
     let broker: ConfirmationBroker
+    /// The access log; nil when the mount keeps none (`--log-entries 0`).
+    let log: AccessLogWriter?
     private let state: Mutex<Rules>
 
     private enum Rules {
@@ -37,9 +39,10 @@ final class AccessGate: Sendable {
         let identity: ProcessIdentity
     }
 
-    init(vault: Vault, policy: AccessPolicy, broker: ConfirmationBroker) {
+    init(vault: Vault, policy: AccessPolicy, broker: ConfirmationBroker, log: AccessLogWriter?) {
         self.vault = vault
         self.broker = broker
+        self.log = log
         state = Mutex(.current(policy, try? vault.changeStamp()))
     }
 
@@ -51,20 +54,29 @@ final class AccessGate: Sendable {
         case .refused(let error): return .refused(error)
         case .current(let current, _): policy = current
         }
-        // The usual case, a vault without rules, costs nothing more.
-        guard policy.hasAnyRules else { return .allowed }
+        // The usual case, a vault without rules, costs a log entry per open and nothing more.
+        guard policy.hasAnyRules else {
+            for check in checks where check.isItemOpen { record(check, node: check.nodeID, caller, .allowed) }
+            return .allowed
+        }
         var identity: ProcessIdentity? = nil
         var pending: [PendingAccess] = []
+        var governed: [(AccessCheck, NodeID)] = []
         do throws(VaultError) {
             for check in checks {
                 guard let node = try node(of: check.target) else { continue }
-                guard let set = try vault.governingRuleSet(of: node, in: policy) else { continue }
+                guard let set = try vault.governingRuleSet(of: node, in: policy) else {
+                    if check.isItemOpen { record(check, node: node, caller, .allowed) }
+                    continue
+                }
                 let who = identity ?? caller.identity()
                 identity = who
                 switch policy.decide(set, identity: who, access: check.access) {
-                case .allow: continue
+                case .allow:
+                    governed.append((check, node))
                 case .deny(let denial):
                     DaemonLog.accessDenied(denial)
+                    record(check, node: node, caller, .denied(reason: denial.description))
                     return .refused(.accessDenied(denial))
                 case .confirm(let rule):
                     pending.append(PendingAccess(node: node, rule: rule, access: check.access, identity: who))
@@ -73,7 +85,14 @@ final class AccessGate: Sendable {
         } catch {
             return .refused(error)
         }
+        // Recorded once the whole request is allowed (or waits for a confirmation, which is
+        // recorded with its answer).
+        for (check, node) in governed { record(check, node: node, caller, .allowed) }
         return pending.isEmpty ? .allowed : .needsConfirmation(pending)
+    }
+
+    private func record(_ check: AccessCheck, node: NodeID?, _ caller: RequestContext, _ decision: LoggedDecision) {
+        log?.record(pid: caller.pid, access: LoggedAccess(check.access), decision: decision, node: node)
     }
 
     /// The node a check is about; nil for an entry that does not exist (the request fails
@@ -104,6 +123,7 @@ final class AccessGate: Sendable {
             }
             let answer = broker.answer(path: path, identity: access.identity, access: access.access, rule: access.rule)
             DaemonLog.confirmationAnswered(answer, pid: access.identity.pid)
+            log?.record(pid: access.identity.pid, access: .confirmation, decision: .confirmed(answer.allows), node: access.node)
             if case .deny(let denial) = answer.decision { return denial }
         }
         return nil
@@ -150,8 +170,21 @@ final class AccessGate: Sendable {
         }
     }
 
-    /// A lock forgets every remembered answer: whoever unlocks is asked again.
+    /// Before a lock takes the keys: what the log holds is committed with its paths (a batch
+    /// committed while locked keeps node ids, which `keychainfs log` resolves).
+    func willLock() {
+        log?.flushReportingFailure()
+    }
+
+    /// A lock forgets every remembered answer (whoever unlocks is asked again), and is itself
+    /// recorded and committed at once.
     func didLock() {
         broker.forgetAll()
+        log?.record(AccessLogEntry(pid: 0, access: .lock, decision: .allowed))
+        log?.flushReportingFailure()
+    }
+
+    func didUnlock() {
+        log?.record(AccessLogEntry(pid: 0, access: .unlock, decision: .allowed))
     }
 }
