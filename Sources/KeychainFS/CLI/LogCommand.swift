@@ -95,12 +95,17 @@ struct LogCommand: ParsableCommand {
     }
 
     private static func catchInterrupts() {
+        // A parent may have started us with them blocked (the mask is inherited).
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
         for signal in [SIGINT, SIGTERM] {
+            sigaddset(&wanted, signal)
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { _ in LogCommand.interrupted.store(true, ordering: .relaxed) }
             // No SA_RESTART: the pause ends at the signal.
             sigaction(signal, &action, nil)
         }
+        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
     }
 }
 
