@@ -35,13 +35,17 @@ enum JSONOutput {
         value.withUnsafeBytes { Data($0).base64EncodedString() }
     }
 
-    static func utcTime(_ time: Timestamp) -> String {
+    /// ISO-8601 in UTC, to the second or (`nanoseconds`) to the nanosecond.
+    static func utcTime(_ time: Timestamp, nanoseconds: Bool = false) -> String {
         var seconds = time_t(time.seconds)
         var parts = tm()
         gmtime_r(&seconds, &parts)
         var text = [CChar](repeating: 0, count: 32)
-        strftime(&text, text.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
-        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        strftime(&text, text.count, "%Y-%m-%dT%H:%M:%S", &parts)
+        let whole = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        guard nanoseconds else { return whole + "Z" }
+        let nanos = String(time.nanoseconds)
+        return whole + "." + String(repeating: "0", count: 9 - nanos.count) + nanos + "Z"
     }
 }
 

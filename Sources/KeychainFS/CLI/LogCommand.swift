@@ -95,12 +95,17 @@ struct LogCommand: ParsableCommand {
     }
 
     private static func catchInterrupts() {
+        // A parent may have started us with them blocked (the mask is inherited).
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
         for signal in [SIGINT, SIGTERM] {
+            sigaddset(&wanted, signal)
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { _ in LogCommand.interrupted.store(true, ordering: .relaxed) }
             // No SA_RESTART: the pause ends at the signal.
             sigaction(signal, &action, nil)
         }
+        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
     }
 }
 
@@ -139,12 +144,6 @@ struct AccessLogEntryJSON: Encodable {
     }
 
     static func isoTime(_ time: Timestamp) -> String {
-        var seconds = time_t(time.seconds)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var text = [CChar](repeating: 0, count: 32)
-        strftime(&text, text.count, "%Y-%m-%dT%H:%M:%S", &parts)
-        let nanos = String(time.nanoseconds)
-        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } + "." + String(repeating: "0", count: 9 - nanos.count) + nanos + "Z"
+        JSONOutput.utcTime(time, nanoseconds: true)
     }
 }

@@ -32,6 +32,7 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
     private let flushing = Mutex<Void>(())
     private let wakeup: UnsafeMutablePointer<sem_t>
     private let stopping = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
     private let stoppedThread: UnsafeMutablePointer<sem_t>
     /// The flush thread waits this long after a flush before the next.
     static let interval: Int64 = 1_000_000_000
@@ -93,6 +94,7 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
 
     /// Starts the thread that commits batches.
     func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         HelperThread.start { [self] in
             var lastFlush = ProcessLabels.monotonicNanoseconds() - AccessLogWriter.interval
             while !stopping.load(ordering: .acquiring) {
@@ -146,8 +148,10 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
     /// Flushes and ends the flush thread (unmount; tests).
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        sem_post(wakeup)
-        while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+        if started.load(ordering: .acquiring) {
+            sem_post(wakeup)
+            while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+        }
         flushReportingFailure()
     }
 
