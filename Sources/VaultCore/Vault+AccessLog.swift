@@ -15,7 +15,11 @@ extension Vault {
         guard !entries.isEmpty, bounds.isEnabled else { return }
         let sealer = if let sealer { sealer } else { try accessLogSealer() }
         try withStorage { (storage) throws(VaultError) in
-            try storage.write(.durable) { () throws(VaultError) in try sealer.append(entries, to: storage, bounds: bounds) }
+            // Unseen by this connection's change token: the mount's own log batches change nothing
+            // that a listing or the rules read.
+            try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) in
+                try sealer.append(entries, to: storage, bounds: bounds)
+            }
         }
     }
 

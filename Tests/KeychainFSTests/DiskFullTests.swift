@@ -23,7 +23,7 @@ final class SmallFilesystem {
 
 @Suite struct DiskFullTests {
     @Test func fullDiskFailsClearlyKeepsEarlierItemsAndRecovers() throws {
-        let small = try SmallFilesystem(size: "600k")
+        let small = try SmallFilesystem(size: "800k")
         let f = try CLIFixture(create: false)
         let vault = small.mountpoint + "/test.vault"
         func cli(_ args: [String], stdin: Data? = nil) throws -> RunResult {

@@ -23,8 +23,12 @@ protocol VaultStorage: AnyObject, Sendable {
     // MARK: transactions
 
     /// Runs `body` as one transaction that takes the write lock up front (waiting out other
-    /// writers); any error rolls everything back.
-    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R
+    /// writers); any error rolls everything back. With `seenByChangeToken` false, this
+    /// connection's `changeToken` does not move for it: for records about the vault rather
+    /// than of it (access log batches), which would otherwise tell every holder of something
+    /// read earlier (an open listing across a lock, the mount's rules) that it may be stale.
+    func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
+                             _ body: () throws(VaultError) -> R) throws(VaultError) -> R
 
     /// Runs `body` on one consistent snapshot.
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R
@@ -143,6 +147,12 @@ protocol VaultStorage: AnyObject, Sendable {
     /// How many batches and entries are stored, and the highest sequence (nil when empty):
     /// readable without keys, as the file shows them to anyone.
     func accessLogSummary() throws(VaultError) -> AccessLogSummary
+}
+
+extension VaultStorage {
+    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try write(durability, seenByChangeToken: true, body)
+    }
 }
 
 /// How a write transaction's commit reaches the disk.

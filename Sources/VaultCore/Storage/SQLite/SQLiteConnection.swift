@@ -158,7 +158,9 @@ final class SQLiteConnection: @unchecked Sendable {
     /// `durable: false` skips the fsync of this commit (synchronous=NORMAL): the change survives
     /// a crash of the process but not of the machine until the next durable commit, whose fsync
     /// of the WAL takes it along. For steps that a durable commit always follows.
-    func writeTransaction<R: ~Copyable>(durable: Bool = true, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    /// `counted: false` leaves `commits` alone (see `VaultStorage.write(_:seenByChangeToken:_:)`).
+    func writeTransaction<R: ~Copyable>(durable: Bool = true, counted: Bool = true,
+                                        _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         if !durable { try run("PRAGMA synchronous = NORMAL") }
         defer { if !durable { _ = try? run("PRAGMA synchronous = FULL") } }
         // Prepared once and cached like any statement: BEGIN and COMMIT run on every call.
@@ -166,7 +168,7 @@ final class SQLiteConnection: @unchecked Sendable {
         do {
             let result = try body()
             try run("COMMIT")
-            commits += 1
+            if counted { commits += 1 }
             return result
         } catch {
             _ = try? run("ROLLBACK")

@@ -67,7 +67,8 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: transactions
 
-    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
+                             _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Outside any transaction: SQLite cannot change the journal mode inside one.
         if !journalIsWAL {
             if try db.row("PRAGMA journal_mode")?.first?.blob != Array("wal".utf8) {
@@ -75,7 +76,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             }
             journalIsWAL = true
         }
-        return try db.writeTransaction(durable: durability == .durable, body)
+        return try db.writeTransaction(durable: durability == .durable, counted: seenByChangeToken, body)
     }
 
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
