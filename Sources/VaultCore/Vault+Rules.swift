@@ -89,7 +89,8 @@ extension Vault {
         let mac: [UInt8]?
     }
 
+    /// Needs no key: a locked mount can still tell that the rules changed.
     public func rulesStamp() throws(VaultError) -> RulesStamp {
-        try withStore { (store) throws(VaultError) in RulesStamp(mac: try store.storage.rulesMAC()) }
+        try withStorage { (storage) throws(VaultError) in RulesStamp(mac: try storage.rulesMAC()) }
     }
 }

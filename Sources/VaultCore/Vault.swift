@@ -44,7 +44,8 @@ public final class Vault: Sendable {
         let storage = try SQLiteStorage.create(at: path) { (storage) throws(VaultError) in
             try storage.setFormatVersion(VaultFormat.version)
             try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit,
-                                                 mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit)),
+                                                 mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit,
+                                                                       oldestFormat: VaultFormat.oldestSealedVersion)),
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
             try storage.setRulesMAC(cipher.rulesMAC([]))
             try storage.upsertKeySlot(slot)
@@ -80,7 +81,12 @@ public final class Vault: Sendable {
         }
         guard let master = unlockedMaster.take() else { throw .wrongPassphrase }
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
-        guard cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit) else {
+        if cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: VaultFormat.oldestSealedVersion) {
+            // Sealed as format 4 or later: a lower version number was written by someone else.
+            guard version >= VaultFormat.oldestSealedVersion else {
+                throw .integrityFailure("vault header (the format version was set back to \(version))")
+            }
+        } else if !cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: nil) || version >= VaultFormat.oldestSealedVersion {
             throw .integrityFailure("vault header")
         }
         // Upgrading needs the keys (records are sealed again), so it waits for the first open

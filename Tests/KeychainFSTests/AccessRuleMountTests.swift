@@ -251,6 +251,22 @@ extension AccessRuleMountTests {
         let path: String?
     }
 
+    /// After-first-unlock items are served while locked; a rule changed meanwhile (its key is
+    /// gone, so it cannot be read) refuses them until an unlock reads it.
+    @Test func aRuleChangedWhileLockedRefusesUntilUnlock() throws {
+        let s = try Scene()
+        #expect(try s.m.cli.cli(["class", "app/token", "after-first-unlock"]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["lock", s.m.mountpoint]).exitStatus == .success)
+        #expect(try s.attempt("/bin/cat", [s.m.path("app/token")]).status == 0)
+        let ruled = try s.m.cli.cli(["allow", "app", "--exe", s.reader])
+        #expect(ruled.exitStatus == .success, "\(ruled.stderr)")
+        #expect(eventually(within: 1) { (try? run("/bin/cat", [s.m.path("app/token")]).status) != 0 })
+        #expect(try s.attempt(s.reader, [s.m.path("app/token")]).status != 0)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", s.m.cli.passphraseFile, s.m.mountpoint]).exitStatus == .success)
+        #expect(String(decoding: try s.attempt(s.reader, [s.m.path("app/token")]).stdout, as: UTF8.self) == "s3cret")
+        #expect(try s.attempt("/bin/cat", [s.m.path("app/token")]).status != 0)
+    }
+
     /// Every case the access log records, through a real mount and `keychainfs log --json`.
     @Test func theLogShowsEachCase() throws {
         let s = try Scene(mountArguments: ["--confirm-with", "exit 1"])

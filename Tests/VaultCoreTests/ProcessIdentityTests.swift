@@ -79,3 +79,35 @@ import Testing
         #expect(ProcessIdentity.startTime(inStat: Array("42 (x) S 1".utf8)) == nil)
     }
 }
+
+/// Who owns a unit's cgroup decides whether `--unit` may trust it: a user can create and enter
+/// cgroups of any name in the subtree systemd delegates to them.
+@Suite struct UnitOwnershipTests {
+    @Test func aUnitOwnedByTheMountingUserIsNotTrusted() {
+        #expect(ProcessIdentity.trustsUnit(owner: 0, mountingUser: 1000))
+        #expect(ProcessIdentity.trustsUnit(owner: 998, mountingUser: 1000))
+        #expect(!ProcessIdentity.trustsUnit(owner: 1000, mountingUser: 1000))
+        #expect(!ProcessIdentity.trustsUnit(owner: nil, mountingUser: 1000))
+        // Root's own mount: root owns everything and could place any process anywhere.
+        #expect(ProcessIdentity.trustsUnit(owner: 0, mountingUser: 0))
+    }
+
+    @Test func theOwnerOfAProcessUnitIsTheOwnerOfItsCgroupDirectory() throws {
+        guard let root = ProcessIdentity.cgroup2Root else { return }
+        let unit = "kcfs-owner-\(getpid()).service"
+        let directory = root + "/" + unit
+        #expect(mkdir(directory, 0o755) == 0)
+        defer { rmdir(directory) }
+        #expect(chown(directory, 4242, 4242) == 0)
+        let child = try ChildProcess("/bin/cat")
+        defer { child.end() }
+        // Moved out again before the group is removed (a populated cgroup cannot be).
+        defer { try? "\(child.pid)".write(toFile: root + "/cgroup.procs", atomically: false, encoding: .utf8) }
+        try "\(child.pid)".write(toFile: directory + "/cgroup.procs", atomically: false, encoding: .utf8)
+        let identity = ProcessIdentity(pid: child.pid)
+        #expect(identity.unit == unit)
+        #expect(identity.unitOwner == 4242)
+        // A unit rule for that name does not admit it when the mounting user owns the group.
+        #expect(!ProcessIdentity.trustsUnit(owner: identity.unitOwner, mountingUser: 4242))
+    }
+}

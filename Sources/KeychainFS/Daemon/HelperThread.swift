@@ -9,7 +9,9 @@ enum HelperThread {
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
 
-    static func start(_ body: @escaping @Sendable () -> Void) {
+    /// Whether the thread started (a failure is logged).
+    @discardableResult
+    static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { context in
@@ -26,5 +28,6 @@ enum HelperThread {
             Unmanaged<Body>.fromOpaque(context).release()
             DaemonLog.helperThreadFailed(errno: rc)
         }
+        return rc == 0
     }
 }

@@ -86,13 +86,28 @@ enum FUSEOperations {
             fuse_reply_err(req, error.errno)
         case .needsConfirmation(let pending):
             let later = AnsweredLater(req: req)
-            HelperThread.start {
-                if fs.gate.confirm(pending) != nil {
+            let started = HelperThread.start {
+                guard fs.gate.confirm(pending) == nil else {
                     fuse_reply_err(later.req, EACCES)
-                } else {
+                    return
+                }
+                // The rules may have changed while the user was asked: decide again (answers
+                // given are remembered, so nobody is asked twice).
+                switch fs.gate.evaluate(checks, who) {
+                case .allowed:
                     serve(later.req, fs, who, body)
+                case .refused(let error):
+                    fuse_reply_err(later.req, error.errno)
+                case .needsConfirmation(let again):
+                    if fs.gate.confirm(again) == nil {
+                        serve(later.req, fs, who, body)
+                    } else {
+                        fuse_reply_err(later.req, EACCES)
+                    }
                 }
             }
+            // No thread, nobody to ask: refused, never left unanswered.
+            if !started { fuse_reply_err(req, EACCES) }
         }
     }
 

@@ -27,9 +27,14 @@ extension FileSystem {
                     entries.append((UInt64(node.parent.rawValue), name))
                 }
             }
+            // The class as stored decides, not an open item's copy of its attributes:
+            // `keychainfs class` may have changed it since the item was opened.
+            let storedAfterFirstUnlock = Set(state.openItems.items.compactMap { item -> NodeID? in
+                (try? vault.node(item.node.id))?.attributes.accessibility == .afterFirstUnlock ? item.node.id : nil
+            })
             vault.lock()
             let keeping = vault.keepsAfterFirstUnlockKeys
-            for item in state.openItems.items where !(keeping && item.isAfterFirstUnlock) {
+            for item in state.openItems.items where !(keeping && storedAfterFirstUnlock.contains(item.node.id)) {
                 if item.dirty && !item.unlinked {
                     // Unfinished writes are refused, not stored half-written: the descriptors
                     // that made them answer EACCES from now on and their close reports it; the

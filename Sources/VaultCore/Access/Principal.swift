@@ -11,7 +11,8 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
     /// was replaced or deleted stops matching, and a rule keeps working across upgrades of the
     /// binary. Whoever may replace the file at `path` may therefore take the rule's access.
     case executable(path: String, device: UInt64, inode: UInt64)
-    /// Processes whose innermost unit or scope (`ProcessIdentity.unit`) is this name.
+    /// Processes whose innermost unit or scope (`ProcessIdentity.unit`) is this name, when the
+    /// unit's cgroup is not the mounting user's own (`ProcessIdentity.trustsUnit`).
     case unit(String)
 
     /// A principal for the executable at `path` as it is now.
@@ -41,7 +42,7 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
             guard let running = identity.executable, let now = files.identity(of: path) else { return false }
             return running.file == now
         case .unit(let name):
-            return identity.unit == name
+            return identity.unit == name && ProcessIdentity.trustsUnit(owner: identity.unitOwner, mountingUser: getuid())
         }
     }
 

@@ -78,6 +78,38 @@ public final class ProcessIdentity: Sendable {
         cgroup.flatMap(ProcessIdentity.unit(inCgroup:))
     }
 
+    /// Who owns the cgroup directory of the process's unit (the cgroup path up to its innermost
+    /// `.service` or `.scope`), nil when unknown. systemd creates system units' directories as
+    /// root; a user's own units and scopes (under `user@UID.service`, delegated to the user)
+    /// belong to the user, who may create one of any name and move processes into it.
+    public var unitOwner: uid_t? {
+        guard let cgroup, let unit, let root = ProcessIdentity.cgroup2Root else { return nil }
+        let components = cgroup.split(separator: "/")
+        guard let index = components.lastIndex(where: { $0 == unit }) else { return nil }
+        var info = stat()
+        guard stat(root + "/" + components[...index].joined(separator: "/"), &info) == 0 else { return nil }
+        return info.st_uid
+    }
+
+    /// Whether a unit whose cgroup directory `owner` owns can vouch for its processes to a mount
+    /// of `mountingUser`: not when the mounting user owns it, since any of the user's processes
+    /// could then place itself in a cgroup of that name. (Root owns everything anyway.)
+    public static func trustsUnit(owner: uid_t?, mountingUser: uid_t) -> Bool {
+        guard let owner else { return false }
+        return owner == 0 || owner != mountingUser
+    }
+
+    /// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified`
+    /// on a hybrid system); read once.
+    static let cgroup2Root: String? = {
+        guard let bytes = ProcFile.contents("/proc/self/mounts", in: AT_FDCWD) else { return nil }
+        for line in bytes.split(separator: 0x0A) {
+            let fields = line.split(separator: 0x20)
+            if fields.count > 2, fields[2].elementsEqual("cgroup2".utf8) { return String(decoding: fields[1], as: UTF8.self) }
+        }
+        return nil
+    }()
+
     /// The process (thread group) the pid belongs to: the pid itself unless it names one of a
     /// process's other threads.
     public var processID: pid_t? {

@@ -119,15 +119,20 @@ final class RecordCipher: Sendable {
 
     // MARK: header
 
-    func headerMACMatches(_ stored: [UInt8], itemSizeLimit: Int) -> Bool {
-        let expected = headerMAC(itemSizeLimit: itemSizeLimit)
+    func headerMACMatches(_ stored: [UInt8], itemSizeLimit: Int, oldestFormat: Int?) -> Bool {
+        let expected = headerMAC(itemSizeLimit: itemSizeLimit, oldestFormat: oldestFormat)
         return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
     }
 
-    func headerMAC(itemSizeLimit: Int) -> [UInt8] {
+    /// The header's MAC. From format 4 on it also binds the oldest format version the vault may
+    /// be read as (`VaultFormat.oldestSealedVersion`): SQLite's user_version is not sealed, and
+    /// a vault set back to version 3 with its newer tables dropped would otherwise be upgraded
+    /// again, its access rules and log gone. Older vaults' MACs bind none (nil).
+    func headerMAC(itemSizeLimit: Int, oldestFormat: Int?) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("header".utf8) + vaultID
         message.appendLittleEndian(UInt64(VaultFormat.applicationID))
         message.appendLittleEndian(UInt64(itemSizeLimit))
+        if let oldestFormat { message.appendLittleEndian(UInt64(oldestFormat)) }
         return VaultKeys.keyedHash(message, key: present(keys.header))
     }
 

@@ -23,6 +23,14 @@ struct FormatUpgrade: Sendable {
         try addAccessRules(store)
         try createAccessLogIn4(store)
         try upgradeClassesTo4(store)
+        try sealFormatInHeader(store)
+    }
+
+    /// From 4 on, the header's MAC binds the format, so the vault is never read as older.
+    private static func sealFormatInHeader(_ store: NodeStore) throws(VaultError) {
+        guard let header = try store.storage.header() else { throw .integrityFailure("vault header") }
+        try store.storage.updateHeaderMAC(store.cipher.headerMAC(itemSizeLimit: header.itemSizeLimit,
+                                                                 oldestFormat: VaultFormat.oldestSealedVersion))
     }
 
     /// The accessibility classes' part of format 4 (layout detection only).

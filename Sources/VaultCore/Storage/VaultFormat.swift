@@ -7,6 +7,9 @@ enum VaultFormat {
     ///    log (sealed batches) and accessibility classes (attributes records of layout 3; older
     ///    ones still read).
     static let version = 4
+    /// The version from which the header's MAC binds the format (see `RecordCipher.headerMAC`):
+    /// a vault whose MAC says so is never read as an older version.
+    static let oldestSealedVersion = 4
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.

@@ -52,6 +52,8 @@ protocol VaultStorage: AnyObject, Sendable {
     func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError)
     /// nil when the header row is missing or unreadable.
     func header() throws(VaultError) -> VaultHeader?
+    /// Inside the `write` of an upgrade that seals more of the header.
+    func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError)
     /// Takes the next node id; ids are never reused, even after their node is deleted.
     func allocateNodeID() throws(VaultError) -> NodeID
     /// The id `allocateNodeID` would hand out next, for verify.

@@ -17,9 +17,10 @@ final class AccessGate: Sendable {
     private let state: Mutex<Rules>
 
     private enum Rules {
-        /// The policy, and the stamp of the vault it was read at (nil: read before the stamp
-        /// could be, so the next refresh reads again).
-        case current(AccessPolicy, Vault.ChangeStamp?)
+        /// The policy, the stamp of the vault it was read at (nil: read before the stamp could
+        /// be, so the next refresh reads again), and the rules' own stamp, which a locked
+        /// mount can still read.
+        case current(AccessPolicy, Vault.ChangeStamp?, Vault.RulesStamp?)
         case refused(VaultError)
     }
 
@@ -43,7 +44,9 @@ final class AccessGate: Sendable {
         self.vault = vault
         self.broker = broker
         self.log = log
-        state = Mutex(.current(policy, try? vault.changeStamp()))
+        // No stamp: the first refresh reads the rules again, so a change committed between the
+        // mount's read of the policy and now is not missed.
+        state = Mutex(.current(policy, nil, try? vault.rulesStamp()))
     }
 
     /// The verdict on every check of one request: refused if any is, else confirmations for
@@ -52,7 +55,7 @@ final class AccessGate: Sendable {
         let policy: AccessPolicy
         switch state.withLock({ $0 }) {
         case .refused(let error): return .refused(error)
-        case .current(let current, _): policy = current
+        case .current(let current, _, _): policy = current
         }
         // The usual case, a vault without rules, costs a log entry per open and nothing more.
         guard policy.hasAnyRules else {
@@ -132,9 +135,9 @@ final class AccessGate: Sendable {
     /// Reads the rules again if anything was committed since they were read. Called by the
     /// refresher thread, and at unlock.
     func refresh() {
-        guard !vault.isLocked else { return }
+        guard !vault.isLocked else { return refreshWhileLocked() }
         let known: Vault.ChangeStamp? = state.withLock { rules in
-            if case .current(_, let stamp) = rules { return stamp }
+            if case .current(_, let stamp, _) = rules { return stamp }
             return nil
         }
         let stamp: Vault.ChangeStamp
@@ -145,8 +148,10 @@ final class AccessGate: Sendable {
         }
         guard stamp != known else { return }
         do throws(VaultError) {
+            // The rules' stamp first: a change between the two reads shows as a difference later.
+            let rulesStamp = try? vault.rulesStamp()
             let policy = try vault.accessPolicy()
-            state.withLock { $0 = .current(policy, stamp) }
+            state.withLock { $0 = .current(policy, stamp, rulesStamp) }
         } catch .locked {
             return
         } catch {
@@ -156,6 +161,17 @@ final class AccessGate: Sendable {
                 return false
             }
             if !wasRefusing { DaemonLog.accessRulesRefused(error) }
+        }
+    }
+
+    /// While locked the rules cannot be read (their key is gone), but the after-first-unlock
+    /// items are still served: if the rules changed (`keychainfs allow` or `disallow` from the
+    /// command line), every request is refused until an unlock reads them, never served under
+    /// rules that are no longer the owner's.
+    private func refreshWhileLocked() {
+        guard let now = try? vault.rulesStamp() else { return }
+        state.withLock { rules in
+            if case .current(_, _, let known) = rules, known != now { rules = .refused(.locked) }
         }
     }
 

@@ -116,6 +116,12 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
     }
 
+    func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
+        guard try db.run("UPDATE vault SET header_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
+            throw .integrityFailure("vault header (missing)")
+        }
+    }
+
     func allocateNodeID() throws(VaultError) -> NodeID {
         guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
             throw .integrityFailure("vault header (missing)")
