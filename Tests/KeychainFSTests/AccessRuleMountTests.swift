@@ -267,6 +267,26 @@ extension AccessRuleMountTests {
         #expect(try s.attempt("/bin/cat", [s.m.path("app/token")]).status != 0)
     }
 
+    /// A daemon told to end (SIGTERM) while a request waits for its confirmation ends: it exits
+    /// without destroying the session under the waiting thread, and the waiting process gets an
+    /// error. (A plain unmount is refused as busy meanwhile: the open is still in progress.)
+    @Test func aDaemonEndedWhileAConfirmationWaitsExits() throws {
+        let marker = "kcfs-hang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let s = try Scene(mountArguments: ["--confirm-with", "exec sleep 60 # \(marker)", "--confirm-timeout", "30"])
+        defer { _ = try? run("/usr/bin/pkill", ["-f", marker]) }
+        try s.allow(["app", "--exe", s.reader, "--confirm"])
+        let waiting = try Process.run(URL(fileURLWithPath: s.reader), arguments: [s.m.path("app/token")])
+        #expect(eventually(within: 5) { (try? run("/usr/bin/pgrep", ["-f", marker]).status) == 0 })
+        let started = ContinuousClock.now
+        let daemon = try status(s.m.mountpoint).pid
+        #expect(daemon > 0 && kill(daemon, SIGTERM) == 0)
+        #expect(eventually(within: 10) { kill(daemon, 0) != 0 || procText("/proc/\(daemon)/stat").contains(") Z ") })
+        s.m.unmountQuietly()
+        waiting.waitUntilExit()
+        #expect(waiting.terminationStatus != 0)
+        #expect(ContinuousClock.now - started < .seconds(20))
+    }
+
     /// Every case the access log records, through a real mount and `keychainfs log --json`.
     @Test func theLogShowsEachCase() throws {
         let s = try Scene(mountArguments: ["--confirm-with", "exit 1"])

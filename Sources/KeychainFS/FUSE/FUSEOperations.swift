@@ -86,7 +86,9 @@ enum FUSEOperations {
             fuse_reply_err(req, error.errno)
         case .needsConfirmation(let pending):
             let later = AnsweredLater(req: req)
+            fs.answeringLater.add(1, ordering: .sequentiallyConsistent)
             let started = HelperThread.start {
+                defer { fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent) }
                 guard fs.gate.confirm(pending) == nil else {
                     fuse_reply_err(later.req, EACCES)
                     return
@@ -107,7 +109,10 @@ enum FUSEOperations {
                 }
             }
             // No thread, nobody to ask: refused, never left unanswered.
-            if !started { fuse_reply_err(req, EACCES) }
+            if !started {
+                fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
+                fuse_reply_err(req, EACCES)
+            }
         }
     }
 

@@ -41,6 +41,9 @@ final class FileSystem: Sendable {
     private let sessionAddress = Atomic<UInt>(0)
     /// Notices being sent: the session is not destroyed under them.
     private let notifying = Atomic<Int>(0)
+    /// Requests waiting for a confirmation on threads of their own, to be answered later: the
+    /// session is not destroyed under them either.
+    let answeringLater = Atomic<Int>(0)
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
@@ -71,13 +74,17 @@ final class FileSystem: Sendable {
     }
 
     /// Stops notices; false if one is still stuck in the kernel after 2 s (it may wait on a
-    /// request the finished loop will never answer), in which case the session must not be
-    /// destroyed: the process exit closes /dev/fuse and frees it.
+    /// request the finished loop will never answer), or a request still waits for a
+    /// confirmation (its thread answers it later, up to the command's timeout), in which case
+    /// the session must not be destroyed: the process exit closes /dev/fuse and frees it.
     func detachSession() -> Bool {
         pageCache.stop()
         sessionAddress.store(0, ordering: .sequentiallyConsistent)
-        for _ in 0..<200 where notifying.load(ordering: .sequentiallyConsistent) > 0 { usleep(10_000) }
-        return notifying.load(ordering: .sequentiallyConsistent) == 0
+        func busy() -> Bool {
+            notifying.load(ordering: .sequentiallyConsistent) > 0 || answeringLater.load(ordering: .sequentiallyConsistent) > 0
+        }
+        for _ in 0..<200 where busy() { usleep(10_000) }
+        return !busy()
     }
 
     func sessionDidStart() {
