@@ -7,18 +7,9 @@ import Testing
 /// Extended attributes through the mount: the `user.` namespace is the vault's sealed item
 /// attributes; the same script runs on tmpfs and on the mount where both should agree.
 @Suite struct ExtendedAttributeTests {
-    static let script = #"""
+    static let script = pythonOutcomeHelpers + #"""
         import errno, os, sys
         d = sys.argv[1]
-        out = []
-        def p(*words): out.append(' '.join(str(w) for w in words))
-        def P(name): return os.path.join(d, name)
-        def attempt(f, *a):
-            try:
-                r = f(*a)
-                return r if r is not None else 'ok'
-            except OSError as e:
-                return 'errno=' + errno.errorcode[e.errno]
         open(P('item'), 'w').close()
         os.mkdir(P('dict'))
         for target in ('item', 'dict'):

@@ -202,6 +202,22 @@ final class HeldDescriptor {
     }
 }
 
+/// The start of the Python scripts run on tmpfs and on a mount to compare: `p` records a line
+/// of output, `P` names a file in the directory `d`, `attempt` gives a call's result or its
+/// errno's name. They need the script's own `import errno, os` and `d` by the time they run.
+let pythonOutcomeHelpers = #"""
+        out = []
+        def p(*words): out.append(' '.join(str(w) for w in words))
+        def P(name): return os.path.join(d, name)
+        def attempt(f, *a):
+            try:
+                r = f(*a)
+                return r if r is not None else 'ok'
+            except OSError as e:
+                return 'errno=' + errno.errorcode[e.errno]
+
+        """#
+
 /// Runs a Python `script DIRECTORY ARGUMENTS...` on a fresh tmpfs and on the mount and expects
 /// the same lines from both: any difference is a bug. `tmpfsArguments` and `mountArguments`
 /// follow the directory (a script may set limits on tmpfs that the mount keeps by itself).

@@ -9,19 +9,10 @@ import Testing
 /// must behave; on the mount the limit is the daemon's alone (the kernel would enforce an
 /// rlimit before the request reached us).
 @Suite struct TmpfsComparisonTests {
-    static let script = #"""
+    static let script = pythonOutcomeHelpers + #"""
         import ctypes, errno, os, resource, signal, stat, subprocess, sys
         d, limit_here = sys.argv[1], sys.argv[2] == 'rlimit'
         LIMIT = 1 << 20
-        out = []
-        def p(*words): out.append(' '.join(str(w) for w in words))
-        def P(name): return os.path.join(d, name)
-        def attempt(f, *a):
-            try:
-                r = f(*a)
-                return r if r is not None else 'ok'
-            except OSError as e:
-                return 'errno=' + errno.errorcode[e.errno]
         os.umask(0)
 
         # One content shared by every descriptor of a file.
