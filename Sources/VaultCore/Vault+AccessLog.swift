@@ -101,20 +101,11 @@ extension Vault {
 
     private func paths(of nodes: Set<NodeID>, in store: NodeStore) throws(VaultError) -> [NodeID: VaultPath] {
         // Parents are shared by most entries of a batch: each node is read and decrypted once.
-        var known: [NodeID: VaultPath?] = [.root: .root]
-        func path(_ id: NodeID, depth: Int) throws(VaultError) -> VaultPath? {
-            if let cached = known[id] { return cached }
-            var resolved: VaultPath?
-            if depth < 1024, let found = try? store.recordAndName(id) ?? nil, let name = found.name,
-               let parent = try path(found.record.parent, depth: depth + 1) {
-                resolved = parent.appending(name)
-            }
-            known[id] = .some(resolved)
-            return resolved
-        }
+        // A node that cannot be resolved (gone, or locked out) keeps its id in the entry.
+        var known: [NodeID: VaultPath] = [:]
         var result: [NodeID: VaultPath] = [:]
         for node in nodes {
-            if let found = try path(node, depth: 0) { result[node] = found }
+            if let found = try? store.path(of: node, known: &known) { result[node] = found }
         }
         return result
     }

@@ -27,15 +27,9 @@ extension Vault {
     /// snapshot: what a confirmation dialog shows. The names stay in their own wiped memory.
     public func path(of id: NodeID) throws(VaultError) -> VaultPath {
         try reading { (store) throws(VaultError) in
-            var names: [ItemName] = []
-            var current = id
-            while current != .root {
-                guard let (record, name) = try store.recordAndName(current), let name else { throw .notFound("node \(id)") }
-                names.append(name)
-                current = record.parent
-                if names.count > 100_000 { throw .integrityFailure("dictionary tree (cycle at \(id))") }
-            }
-            return VaultPath(components: names.reversed())
+            guard try store.record(id) != nil else { throw .notFound("node \(id)") }
+            var known: [NodeID: VaultPath] = [:]
+            return try store.path(of: id, known: &known)
         }
     }
 

@@ -77,7 +77,7 @@ struct LogCommand: ParsableCommand {
         for entry in entries {
             let fields = [AccessLogEntryJSON.isoTime(entry.time), String(entry.pid), entry.executable ?? "-", entry.unit ?? "-",
                           entry.access.description, entry.decision.description, AccessLogEntryJSON.pathText(entry)]
-            output += fields.map(LogCommand.printable).joined(separator: "  ") + "\n"
+            output += fields.map(Terminal.printable).joined(separator: "  ") + "\n"
         }
         Terminal.writeAll(1, output)
     }
@@ -89,10 +89,6 @@ struct LogCommand: ParsableCommand {
         throw .integrityFailure("\(reading.problems.count) access log batch(es)")
     }
 
-    /// A line per entry: control characters (in a name or an executable's path) would forge lines.
-    private static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
-    }
 
     private static func catchInterrupts() {
         // A parent may have started us with them blocked (the mask is inherited).

@@ -1,6 +1,12 @@
 import Glibc
 
 enum Terminal {
+    /// `text` with control characters shown as `?`: a name or path that holds a newline or an
+    /// escape would otherwise forge lines, or drive the terminal, where it is printed.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+    }
+
     static func printError(_ message: String) {
         writeAll(2, "keychainfs: " + message.replacingOccurrences(of: "\n", with: " ") + "\n")
     }

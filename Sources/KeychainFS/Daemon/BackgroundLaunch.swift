@@ -21,9 +21,7 @@ enum BackgroundLaunch {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        Subprocess.nullStandardStreams(&actions)
         posix_spawn_file_actions_adddup2(&actions, ready.write, 3)
         posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
 

@@ -54,9 +54,7 @@ struct ConfirmationCommand: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        Subprocess.nullStandardStreams(&actions)
         _ = addCloseFrom(&actions, 3)
 
         var attributes = posix_spawnattr_t()
@@ -150,7 +148,7 @@ struct ConfirmationCommand: Sendable {
         while waitpid(pid, &status, 0) < 0 {
             if errno != EINTR { return -1 }
         }
-        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Subprocess.exitStatus(status)
     }
 
     // Swift's Glibc module imports neither (glibc 2.36 has both); found at run time, and

@@ -47,7 +47,7 @@ enum DaemonLog {
         var message: String {
             switch self {
             case .started(let vault, let idle):
-                "mounted vault \(DaemonLog.printable(vault)); " + (idle.map { "idle lock after \($0) s" } ?? "no idle lock")
+                "mounted vault \(Terminal.printable(vault)); " + (idle.map { "idle lock after \($0) s" } ?? "no idle lock")
             case .stopped:
                 "unmounted; keys and plaintext wiped, daemon exiting"
             case .lockedWhenIdle(let seconds):
@@ -134,7 +134,7 @@ enum DaemonLog {
 
     /// The line as it is logged, after `keychainfs[PID]: `.
     static func line(_ event: Event, mountpoint: String) -> String {
-        printable(mountpoint) + ": " + event.message
+        Terminal.printable(mountpoint) + ": " + event.message
     }
 
     private static func record(_ event: Event, mountpoint explicit: String? = nil) {
@@ -160,10 +160,6 @@ enum DaemonLog {
         case .timedOut: "no answer in time, refused"
         case .unavailable(let reason): "refused: " + reason
         }
-    }
-
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 
     static func errnoName(_ code: Int32) -> String {

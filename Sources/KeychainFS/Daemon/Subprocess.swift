@@ -35,7 +35,19 @@ enum Subprocess {
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Outcome(status: exitStatus, errorOutput: String(decoding: output, as: UTF8.self))
+        return Outcome(status: exitStatus(status), errorOutput: String(decoding: output, as: UTF8.self))
+    }
+
+    /// A waitpid status as a shell reports it: the exit status, or 128 + the signal that ended it.
+    static func exitStatus(_ waitStatus: Int32) -> Int32 {
+        (waitStatus & 0x7F) == 0 ? (waitStatus >> 8) & 0xFF : 128 + (waitStatus & 0x7F)
+    }
+
+    /// Standard input, output and error of a spawned child on /dev/null: a daemon's children
+    /// must not hold its launcher's terminal or pipes.
+    static func nullStandardStreams(_ actions: inout posix_spawn_file_actions_t) {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     }
 }

@@ -400,23 +400,29 @@ enum FUSEOperations {
         }
     }
 
-    static func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ size: Int) {
-        let name: AttributeName
+    /// Runs `body` with the request's attribute name as the vault names it (without `user.`),
+    /// or replies: `otherNamespace` for a name of another namespace (answered without the vault
+    /// or the rules: security.capability is asked before every write), or why it is not a name.
+    private static func withAttributeName(_ req: fuse_req_t?, _ raw: UnsafePointer<CChar>?, otherNamespace: Int32,
+                                          _ body: (AttributeName) throws(VaultError) -> Void) {
         do throws(VaultError) {
-            // Other namespaces hold nothing here, answered without the vault or the rules
-            // (security.capability is asked before every write).
-            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
-                fuse_reply_err(req, ENODATA)
+            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(raw)) else {
+                fuse_reply_err(req, otherNamespace)
                 return
             }
-            name = vaultName
+            try body(name)
         } catch {
             fuse_reply_err(req, error.errno)
-            return
         }
-        guarded(req, [.read(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
-            try fs.extendedAttribute(UInt64(ino), name, caller) { value in
-                value.withUnsafeBytes { replyXattr(req, $0, size: size) }
+    }
+
+    static func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ size: Int) {
+        // Other namespaces hold nothing here.
+        withAttributeName(req, rawName, otherNamespace: ENODATA) { name in
+            guarded(req, [.read(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+                try fs.extendedAttribute(UInt64(ino), name, caller) { value in
+                    value.withUnsafeBytes { replyXattr(req, $0, size: size) }
+                }
             }
         }
     }
@@ -430,46 +436,26 @@ enum FUSEOperations {
 
     static func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?,
                          _ size: Int, _ flags: Int32) {
-        let name: AttributeName
-        let copy: RequestValue
-        do throws(VaultError) {
-            // trusted., security. and system. attributes (and ACLs) have no place in a vault.
-            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
-                fuse_reply_err(req, EOPNOTSUPP)
-                return
-            }
-            name = vaultName
-            // The value may be served after a confirmation, when the request buffer is gone.
-            copy = try RequestValue(copying: UnsafeRawBufferPointer(start: value, count: size))
-        } catch {
-            fuse_reply_err(req, error.errno)
-            return
-        }
         let mode: AttributeSetMode = flags & Int32(XATTR_CREATE) != 0 ? .create : flags & Int32(XATTR_REPLACE) != 0 ? .replace : .createOrReplace
-        guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
-            try copy.withUnsafeBytes { (bytes) throws(VaultError) in
-                try fs.setExtendedAttribute(UInt64(ino), name, value: bytes, mode: mode, caller)
+        // trusted., security. and system. attributes (and ACLs) have no place in a vault.
+        withAttributeName(req, rawName, otherNamespace: EOPNOTSUPP) { (name) throws(VaultError) in
+            // The value may be served after a confirmation, when the request buffer is gone.
+            let copy = try RequestValue(copying: UnsafeRawBufferPointer(start: value, count: size))
+            guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+                try copy.withUnsafeBytes { (bytes) throws(VaultError) in
+                    try fs.setExtendedAttribute(UInt64(ino), name, value: bytes, mode: mode, caller)
+                }
+                fuse_reply_err(req, 0)
             }
-            fuse_reply_err(req, 0)
         }
     }
 
     static func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
-        let name: AttributeName
-        do throws(VaultError) {
-            // trusted., security. and system. attributes (and ACLs) have no place in a vault.
-            guard let vaultName = try FileSystem.vaultAttributeName(FUSEOperations.rawName(rawName)) else {
-                fuse_reply_err(req, EOPNOTSUPP)
-                return
+        withAttributeName(req, rawName, otherNamespace: EOPNOTSUPP) { name in
+            guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
+                try fs.removeExtendedAttribute(UInt64(ino), name, caller)
+                fuse_reply_err(req, 0)
             }
-            name = vaultName
-        } catch {
-            fuse_reply_err(req, error.errno)
-            return
-        }
-        guarded(req, [.write(UInt64(ino))]) { (req, fs, caller) throws(VaultError) in
-            try fs.removeExtendedAttribute(UInt64(ino), name, caller)
-            fuse_reply_err(req, 0)
         }
     }
 
