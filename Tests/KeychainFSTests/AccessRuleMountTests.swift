@@ -271,12 +271,18 @@ extension AccessRuleMountTests {
     /// without destroying the session under the waiting thread, and the waiting process gets an
     /// error. (A plain unmount is refused as busy meanwhile: the open is still in progress.)
     @Test func aDaemonEndedWhileAConfirmationWaitsExits() throws {
-        let marker = "kcfs-hang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let s = try Scene(mountArguments: ["--confirm-with", "exec sleep 60 # \(marker)", "--confirm-timeout", "30"])
-        defer { _ = try? run("/usr/bin/pkill", ["-f", marker]) }
+        // The dialog writes its pid (its own process group's) where the test finds it, and is
+        // killed by it when the test ends: the daemon leaves it running as it goes.
+        let dialog = NSTemporaryDirectory() + "keychainfs-dialog-" + UUID().uuidString
+        let s = try Scene(mountArguments: ["--confirm-with", "echo $$ > \(dialog); exec sleep 60", "--confirm-timeout", "30"])
+        func dialogPID() -> pid_t? { pid_t(procText(dialog).trimmingCharacters(in: .whitespacesAndNewlines)) }
+        defer {
+            if let pid = dialogPID() { kill(-pid, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: dialog)
+        }
         try s.allow(["app", "--exe", s.reader, "--confirm"])
         let waiting = try Process.run(URL(fileURLWithPath: s.reader), arguments: [s.m.path("app/token")])
-        #expect(eventually(within: 5) { (try? run("/usr/bin/pgrep", ["-f", marker]).status) == 0 })
+        #expect(eventually(within: 5) { dialogPID().map { kill($0, 0) == 0 } ?? false })
         let started = ContinuousClock.now
         let daemon = try status(s.m.mountpoint).pid
         #expect(daemon > 0 && kill(daemon, SIGTERM) == 0)
