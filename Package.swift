@@ -16,12 +16,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CLinux"),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux"]),
         .executableTarget(
             name: "KeychainFS",
             dependencies: [
-                "VaultCore", "CFuse", "CSodium", "CLinux",
+                "VaultCore", "CFuse", "CSodium", "CLinux", "CCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
