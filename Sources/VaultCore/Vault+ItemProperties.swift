@@ -24,6 +24,16 @@ extension Vault {
         }
     }
 
+    /// The same for a value the caller keeps (an optional argument would consume it).
+    public func setProperty(_ property: ItemProperty, to value: borrowing SecureBuffer, of id: NodeID,
+                            mode: AttributeSetMode = .createOrReplace) throws(VaultError) {
+        try writing { (store) throws(VaultError) in
+            let record = try store.existingRecord(id)
+            try store.putAttribute(property.storedName, value, on: record, mode: mode)
+            _ = try store.attributesChanged(of: record, at: .now())
+        }
+    }
+
     /// Removes the property; fails with `.noSuchAttribute` when it is not set, as removexattr does.
     public func removeProperty(_ property: ItemProperty, of id: NodeID) throws(VaultError) {
         try writing { (store) throws(VaultError) in

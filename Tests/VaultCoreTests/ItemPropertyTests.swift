@@ -51,6 +51,12 @@ import VaultCore
         try vault.removeProperty(.contentType, of: item.id)
         #expect(try bytes(vault, .contentType, of: item.id) == nil)
 
+        // A value the caller keeps (not an optional) is borrowed.
+        let kept = secret("kept by the caller")
+        try vault.setProperty(.contentType, to: kept, of: item.id)
+        #expect(try bytes(vault, .contentType, of: item.id) == kept.testBytes)
+        try vault.setProperty(.contentType, to: nil, of: item.id)
+
         // setxattr's flags, by path too, and on dictionaries.
         try vault.setProperty(.label, to: secret("first"), of: item.id, mode: .create)
         #expect(throws: VaultError.attributeExists("node \(item.id)")) {

@@ -58,7 +58,7 @@ extension FileSystem {
             let secure = try SecureBuffer(copying: value)
             switch name {
             case .attribute(let name): try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
-            case .property(let property): try vault.setProperty(property, to: consume secure, of: NodeID(Int64(inode)), mode: mode)
+            case .property(let property): try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode)
             }
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
