@@ -19,6 +19,28 @@ public struct AttributeName: Hashable, Sendable, Comparable, CustomStringConvert
         storage = try NameBytes.withWipedCopy(of: string.utf8, AttributeName.validated)
     }
 
+    /// A name no user attribute can have: a NUL byte, then `suffix`. What the vault keeps about
+    /// a node apart from its user's attributes (`ItemProperty`) is stored under such names, so
+    /// it is sealed, sized and searched as attributes are and never collides with one.
+    init(reserved suffix: StaticString) {
+        var bytes: [UInt8] = [0]
+        suffix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        storage = bytes.withUnsafeBytes { NameBytes(copying: $0) }
+    }
+
+    /// A name as the vault stores it: a user's name, or a reserved one (a NUL, then a name).
+    init(stored bytes: UnsafeRawBufferPointer) throws(VaultError) {
+        guard bytes.first == 0 else {
+            storage = try AttributeName.validated(bytes)
+            return
+        }
+        _ = try AttributeName.validated(UnsafeRawBufferPointer(rebasing: bytes.dropFirst()))
+        storage = NameBytes(copying: bytes)
+    }
+
+    /// Whether this is a reserved name, which listings of a node's attributes leave out.
+    var isReserved: Bool { storage.withUnsafeBytes { $0.first == 0 } }
+
     private static func validated(_ bytes: UnsafeRawBufferPointer) throws(VaultError) -> NameBytes {
         // As with item names, the messages never quote the name.
         guard !bytes.isEmpty else { throw .invalidName("an attribute name cannot be empty") }
@@ -43,6 +65,10 @@ public struct AttributeName: Hashable, Sendable, Comparable, CustomStringConvert
     public static func < (a: AttributeName, b: AttributeName) -> Bool { a.storage.precedes(b.storage) }
     public func hash(into hasher: inout Hasher) { storage.hash(into: &hasher) }
 
-    /// For the command line's output and messages only: a String cannot be wiped.
-    public var description: String { storage.text }
+    /// For the command line's output and messages only: a String cannot be wiped. A reserved
+    /// name (only `verify` may print one) shows in brackets, without its NUL.
+    public var description: String {
+        guard isReserved else { return storage.text }
+        return storage.withUnsafeBytes { "[" + String(decoding: $0.dropFirst(), as: UTF8.self) + "]" }
+    }
 }

@@ -16,6 +16,21 @@ extension Vault {
         try reading { (store) throws(VaultError) in try store.attributeNames(of: try store.existingRecord(id)) }
     }
 
+    /// Every attribute of the node with its value, sorted by name, in one snapshot.
+    public func attributes(of id: NodeID) throws(VaultError) -> [Attribute] {
+        try reading { (store) throws(VaultError) in try store.attributes(of: try store.existingRecord(id)) }
+    }
+
+    /// Replaces every attribute of the node at once (a name given twice is an error), within
+    /// the limits: over one, the old attributes stay.
+    public func replaceAttributes(of id: NodeID, with attributes: [Attribute]) throws(VaultError) {
+        try writing { (store) throws(VaultError) in
+            let record = try store.existingRecord(id)
+            try store.changeAttributes(of: record, set: attributes, replacingUserAttributes: true)
+            _ = try store.attributesChanged(of: record, at: .now())
+        }
+    }
+
     /// One value, in locked memory.
     public func attribute(_ name: AttributeName, of id: NodeID) throws(VaultError) -> SecureBuffer {
         try reading { (store) throws(VaultError) -> SecureBuffer in try Vault.attribute(name, of: try store.existingRecord(id), in: store) }
@@ -86,6 +101,23 @@ extension Vault {
             var paths: [VaultPath] = []
             for record in try store.items(matching: pairs) { paths.append(try store.path(of: record.id, known: &known)) }
             return paths.sorted { $0.components.lexicographicallyPrecedes($1.components) }
+        }
+    }
+
+    /// The items whose attributes include every one of `pairs` (none: every item), only those
+    /// directly in `parent` when it is given; by node id, ascending. A search is the indexed
+    /// query `find` makes.
+    public func findItems(_ pairs: [Attribute], in parent: NodeID?) throws(VaultError) -> [NodeID] {
+        try reading { (store) throws(VaultError) -> [NodeID] in
+            let records: [NodeRecord]
+            switch (pairs.isEmpty, parent) {
+            case (false, _): records = try store.items(matching: pairs)
+            case (true, let parent?): records = try store.children(of: try store.dictionary(parent)).map(\.record)
+            case (true, nil): records = try store.everyItem()
+            }
+            if let parent, !pairs.isEmpty { _ = try store.dictionary(parent) }
+            return records.filter { $0.kind == .item && (parent == nil || $0.parent == parent) }
+                .map(\.id).sorted { $0.rawValue < $1.rawValue }
         }
     }
 }

@@ -39,8 +39,9 @@ extension Vault {
         let token: StorageChangeToken
     }
 
+    /// Needs no key: a locked vault's reader may wait for a change too.
     public func changeStamp() throws(VaultError) -> ChangeStamp {
-        try withStore { (store) throws(VaultError) in ChangeStamp(token: try store.storage.changeToken()) }
+        try withStorage { (storage) throws(VaultError) in ChangeStamp(token: try storage.changeToken()) }
     }
 
     /// Several names looked up in one snapshot, each with its own outcome (`.notFound` where

@@ -19,7 +19,7 @@ public final class Vault: Sendable {
         var slotID: Int64
     }
 
-    private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher, slotID: Int64) {
+    private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64) {
         self.path = path
         self.itemSizeLimit = itemSizeLimit
         state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID))
@@ -95,6 +95,16 @@ public final class Vault: Sendable {
             try FormatUpgrade.upgrade(NodeStore(storage: storage, cipher: cipher), from: version, path: path)
         }
         return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: unlockedSlot)
+    }
+
+    /// Opens a vault without its passphrase, locked with every key absent, to be unlocked
+    /// later (a service started with no terminal to ask on). Until then what needs a key fails
+    /// with `.locked`; `changeStamp()` and `itemCount()` work. The item size limit read here is
+    /// not yet authenticated: `unlock` checks it.
+    public static func openLocked(at path: String) throws(VaultError) -> Vault {
+        let (storage, _) = try openStorage(at: path)
+        let (_, itemSizeLimit, _) = try readHeader(storage)
+        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: nil, slotID: 0)
     }
 
     /// Checks that `path` holds a vault of a known format, without unlocking it.
@@ -182,6 +192,8 @@ public final class Vault: Sendable {
     /// Re-derives the keys from the passphrase; a wrong one leaves the vault locked.
     public func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
         let reopened = try Vault.open(at: path, passphrase: passphrase)
+        // What `openLocked` read before any key could check it.
+        guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
         let (cipher, slotID) = reopened.state.withLock { (s) -> (RecordCipher?, Int64) in (s.cipher, s.slotID) }
         state.withLock {
             $0.cipher = cipher

@@ -5,7 +5,7 @@ struct GetItem: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "get", abstract: "Write an item's exact bytes to standard output.")
 
     @OptionGroup var vault: VaultOptions
-    @Flag(help: "Print {\"path\", \"value\", \"encoding\" (utf-8 or base64), \"attributes\", \"class\"} instead.") var json = false
+    @Flag(help: "Print {\"path\", \"value\", \"encoding\" (utf-8 or base64), \"attributes\", \"class\", \"label\" (when set)} instead.") var json = false
     @Argument(help: "Item path.") var path: String
 
     func run() throws {
@@ -18,7 +18,8 @@ struct GetItem: ParsableCommand {
                 try JSONOutput.write(ItemJSON(path: itemPath.description, value: text ?? JSONOutput.base64(content),
                                               encoding: text == nil ? "base64" : "utf-8",
                                               attributes: JSONOutput.attributes(try opened.attributes(at: itemPath)),
-                                              class: try opened.node(at: itemPath).attributes.accessibility.description))
+                                              class: try opened.node(at: itemPath).attributes.accessibility.description,
+                                              label: JSONOutput.label(try opened.property(.label, at: itemPath))))
                 return
             }
             guard content.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else {

@@ -26,6 +26,14 @@ enum JSONOutput {
         return object
     }
 
+    /// A label as JSON, nil when there is none.
+    static func label(_ value: borrowing SecureBuffer?) -> AttributeValue? {
+        switch value {
+        case .some(let value): AttributeValue(value)
+        case .none: nil
+        }
+    }
+
     /// The bytes as text when they are UTF-8.
     static func text(_ value: borrowing SecureBuffer) -> String? {
         value.withUnsafeBytes { String(validating: $0, as: UTF8.self) }
@@ -81,6 +89,8 @@ struct ItemJSON: Encodable {
     let attributes: [String: AttributeValue]
     /// The item's accessibility class (`get --json`).
     var `class`: String? = nil
+    /// The item's label, when it has one (`get --json`).
+    var label: AttributeValue? = nil
 }
 
 /// One entry of `ls --json`.
@@ -96,8 +106,10 @@ struct EntryJSON: Encodable {
     let `class`: String?
     /// A dictionary's default class for items created below it, when it has one.
     let defaultClass: String?
+    /// The entry's label, when it has one.
+    let label: AttributeValue?
 
-    init(_ entry: DirectoryEntry, attributes: [String: AttributeValue]) {
+    init(_ entry: DirectoryEntry, attributes: [String: AttributeValue], label: AttributeValue?) {
         let node = entry.node
         name = entry.name.description
         kind = node.kind == .dictionary ? "dictionary" : "item"
@@ -106,5 +118,6 @@ struct EntryJSON: Encodable {
         self.attributes = attributes
         `class` = node.kind == .item ? node.attributes.accessibility.description : nil
         defaultClass = node.attributes.defaultClass?.description
+        self.label = label
     }
 }

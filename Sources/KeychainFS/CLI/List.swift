@@ -7,7 +7,7 @@ struct List: ParsableCommand {
 
     @OptionGroup var vault: VaultOptions
     @Flag(name: .short, help: "Show size and modification time.") var long = false
-    @Flag(help: "Print a JSON array of {\"name\", \"kind\", \"size\", \"modified\", \"attributes\", \"class\" (items), \"defaultClass\" (dictionaries that have one)}.") var json = false
+    @Flag(help: "Print a JSON array of {\"name\", \"kind\", \"size\", \"modified\", \"attributes\", \"class\" (items), \"defaultClass\" (dictionaries that have one), \"label\" (when set)}.") var json = false
     @Argument(help: "Dictionary path (default: the root).") var path: String = ""
 
     func run() throws {
@@ -18,8 +18,9 @@ struct List: ParsableCommand {
             if json {
                 var objects: [EntryJSON] = []
                 for entry in entries {
-                    let attributes = try opened.attributes(at: dictionaryPath.appending(entry.name))
-                    objects.append(EntryJSON(entry, attributes: JSONOutput.attributes(attributes)))
+                    let entryPath = dictionaryPath.appending(entry.name)
+                    objects.append(EntryJSON(entry, attributes: JSONOutput.attributes(try opened.attributes(at: entryPath)),
+                                             label: JSONOutput.label(try opened.property(.label, at: entryPath))))
                 }
                 try JSONOutput.write(objects)
                 return

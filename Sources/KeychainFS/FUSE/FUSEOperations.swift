@@ -400,13 +400,14 @@ enum FUSEOperations {
         }
     }
 
-    /// Runs `body` with the request's attribute name as the vault names it (without `user.`),
-    /// or replies: `otherNamespace` for a name of another namespace (answered without the vault
-    /// or the rules: security.capability is asked before every write), or why it is not a name.
+    /// Runs `body` with what the request's attribute name names in the vault (a user attribute,
+    /// without `user.`, or a property), or replies: `otherNamespace` for a name of another
+    /// namespace (answered without the vault or the rules: security.capability is asked before
+    /// every write), or why it is not a name.
     private static func withAttributeName(_ req: fuse_req_t?, _ raw: UnsafePointer<CChar>?, otherNamespace: Int32,
-                                          _ body: (AttributeName) throws(VaultError) -> Void) {
+                                          _ body: (ExtendedAttributeName) throws(VaultError) -> Void) {
         do throws(VaultError) {
-            guard let name = try FileSystem.vaultAttributeName(FUSEOperations.rawName(raw)) else {
+            guard let name = try ExtendedAttributeName(FUSEOperations.rawName(raw)) else {
                 fuse_reply_err(req, otherNamespace)
                 return
             }

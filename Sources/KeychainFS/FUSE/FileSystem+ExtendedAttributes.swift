@@ -2,25 +2,24 @@ import Glibc
 import VaultCore
 
 /// getxattr, listxattr, setxattr, removexattr. The mount shows a node's attributes as the
-/// `user.` namespace (the vault stores them without the prefix); every other namespace is
-/// answered here without touching the vault: the kernel asks for `security.capability` before
-/// every write, which must cost nothing.
+/// `user.` namespace (the vault stores them without the prefix) and its properties as
+/// `keychainfs.label` and `keychainfs.content_type`, which are not listed; every other
+/// namespace is answered without touching the vault: the kernel asks for
+/// `security.capability` before every write, which must cost nothing.
 extension FileSystem {
-    static let userNamespace = Array("user.".utf8)
-
-    /// The vault's name for an extended attribute's name, nil for another namespace.
-    static func vaultAttributeName(_ raw: UnsafeRawBufferPointer) throws(VaultError) -> AttributeName? {
-        guard raw.starts(with: userNamespace) else { return nil }
-        return try AttributeName(bytes: UnsafeRawBufferPointer(rebasing: raw[userNamespace.count...]))
-    }
-
     /// The value, in locked memory, for `reply` to send.
-    func extendedAttribute(_ inode: UInt64, _ name: AttributeName, _ caller: RequestContext,
+    func extendedAttribute(_ inode: UInt64, _ name: ExtendedAttributeName, _ caller: RequestContext,
                            reply: (borrowing SecureBuffer) -> Void) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            let value = try vault.attribute(name, of: NodeID(Int64(inode)))
-            reply(value)
+            let id = NodeID(Int64(inode))
+            switch name {
+            case .attribute(let name):
+                reply(try vault.attribute(name, of: id))
+            case .property(let property):
+                guard let value = try vault.property(property, of: id) else { throw .noSuchAttribute("node \(id)") }
+                reply(value)
+            }
         }
     }
 
@@ -30,13 +29,13 @@ extension FileSystem {
             guard !state.lock.locked else { throw .locked }
             let names = try vault.attributeNames(of: NodeID(Int64(inode)))
             var total = 0
-            for name in names { total += FileSystem.userNamespace.count + name.count + 1 }
+            for name in names { total += ExtendedAttributeName.userNamespace.count + name.count + 1 }
             var list = try SecureBuffer(capacity: total)
             guard total > 0 else { return list }
             list.withUnsafeMutableStorage { storage in
                 var used = 0
                 for name in names {
-                    for byte in FileSystem.userNamespace {
+                    for byte in ExtendedAttributeName.userNamespace {
                         storage[used] = byte
                         used += 1
                     }
@@ -51,13 +50,16 @@ extension FileSystem {
         }
     }
 
-    func setExtendedAttribute(_ inode: UInt64, _ name: AttributeName, value: UnsafeRawBufferPointer, mode: AttributeSetMode,
+    func setExtendedAttribute(_ inode: UInt64, _ name: ExtendedAttributeName, value: UnsafeRawBufferPointer, mode: AttributeSetMode,
                               _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             // The kernel's copy sits in the request buffer, which the session loop wipes.
             let secure = try SecureBuffer(copying: value)
-            try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            switch name {
+            case .attribute(let name): try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            case .property(let property): try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            }
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }
@@ -68,10 +70,13 @@ extension FileSystem {
         item.node.attributes.changed = try vault.node(id).attributes.changed
     }
 
-    func removeExtendedAttribute(_ inode: UInt64, _ name: AttributeName, _ caller: RequestContext) throws(VaultError) {
+    func removeExtendedAttribute(_ inode: UInt64, _ name: ExtendedAttributeName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            try vault.removeAttribute(name, of: NodeID(Int64(inode)))
+            switch name {
+            case .attribute(let name): try vault.removeAttribute(name, of: NodeID(Int64(inode)))
+            case .property(let property): try vault.removeProperty(property, of: NodeID(Int64(inode)))
+            }
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }

@@ -330,7 +330,7 @@ final class RecordCipher: Sendable {
 
     func openAttributeName(_ sealed: [UInt8], _ place: RecordPlace, tag: [UInt8]) -> AttributeName? {
         openPaddedName(sealed, associatedData: attributeAssociatedData(.attributeName, place, tag: tag)) {
-            try? AttributeName(bytes: $0)
+            try? AttributeName(stored: $0)
         }
     }
 

@@ -35,23 +35,36 @@ extension NodeStore {
         return value
     }
 
-    /// Every attribute of `record`, sorted by name.
+    /// Every user attribute of `record` (its properties, under reserved names, are not), sorted
+    /// by name. A property's value is not decrypted.
     func attributes(of record: NodeRecord) throws(VaultError) -> [Attribute] {
         var result: [Attribute] = []
-        for row in try storage.attributes(of: record.id) { result.append(try open(row, of: record)) }
+        for row in try storage.attributes(of: record.id) {
+            let name = try openName(of: row, of: record)
+            guard !name.isReserved else { continue }
+            guard let value = try cipher.openAttributeValue(row.sealedValue, record.place, tag: row.tag) else {
+                throw integrityFailure(ofAttributesOf: record.id)
+            }
+            result.append(Attribute(name: name, value: value))
+        }
         return result.sorted { $0.name < $1.name }
     }
 
-    /// The names only (no value is decrypted), sorted.
+    /// The user attributes' names only (no value is decrypted), sorted.
     func attributeNames(of record: NodeRecord) throws(VaultError) -> [AttributeName] {
         var names: [AttributeName] = []
         for row in try storage.attributes(of: record.id) {
-            guard let name = cipher.openAttributeName(row.sealedName, record.place, tag: row.tag) else {
-                throw integrityFailure(ofAttributesOf: record.id)
-            }
-            names.append(name)
+            let name = try openName(of: row, of: record)
+            if !name.isReserved { names.append(name) }
         }
         return names.sorted()
+    }
+
+    private func openName(of row: AttributeRow, of record: NodeRecord) throws(VaultError) -> AttributeName {
+        guard let name = cipher.openAttributeName(row.sealedName, record.place, tag: row.tag) else {
+            throw integrityFailure(ofAttributesOf: record.id)
+        }
+        return name
     }
 
     /// Stores `name` = `value` on `record` as `mode` allows, within the limits (over one,
@@ -81,10 +94,57 @@ extension NodeStore {
         default: break
         }
         guard total <= Vault.maximumAttributeBytesPerNode else { throw .attributesFull(describe(record.id)) }
+        try upsertAttribute(name, value, on: record, tag: tag)
+    }
+
+    private func upsertAttribute(_ name: AttributeName, _ value: borrowing SecureBuffer, on record: NodeRecord,
+                                 tag: [UInt8]) throws(VaultError) {
         try storage.upsertAttribute(AttributeRow(node: record.id, tag: tag,
                                                  searchTag: cipher.attributeSearchTag(name: name, value: value),
                                                  sealedName: cipher.sealAttributeName(name, record.place, tag: tag),
                                                  sealedValue: try cipher.sealAttributeValue(value, record.place, tag: tag)))
+    }
+
+    /// Changes several attributes of `record` in one step, within the limits (over one,
+    /// nothing is stored): each of `set` is created or replaced, each of `removing` goes if
+    /// it is there, and with `replacingUserAttributes` so does every other user attribute
+    /// (reserved ones stay unless named). The change time is the caller's.
+    func changeAttributes(of record: NodeRecord, set: [Attribute], removing: [AttributeName] = [],
+                          replacingUserAttributes: Bool) throws(VaultError) {
+        var setTags: Set<[UInt8]> = []
+        var total = 0
+        for attribute in set {
+            guard setTags.insert(cipher.attributeTag(for: attribute.name, of: record.id)).inserted else {
+                throw .invalidArgument("the same attribute name is given twice")
+            }
+            guard attribute.value.count <= Vault.maximumAttributeValueBytes else {
+                throw .attributeTooLarge(size: attribute.value.count, limit: Vault.maximumAttributeValueBytes)
+            }
+            total += attribute.name.count + attribute.value.count
+        }
+        let removedTags = Set(removing.map { cipher.attributeTag(for: $0, of: record.id) })
+        var stale: [[UInt8]] = []
+        // What stays counts against the node's limit: only those values are decrypted.
+        for row in try storage.attributes(of: record.id) where !setTags.contains(row.tag) {
+            if removedTags.contains(row.tag) {
+                stale.append(row.tag)
+                continue
+            }
+            let name = try openName(of: row, of: record)
+            if replacingUserAttributes && !name.isReserved {
+                stale.append(row.tag)
+                continue
+            }
+            guard let value = try cipher.openAttributeValue(row.sealedValue, record.place, tag: row.tag) else {
+                throw integrityFailure(ofAttributesOf: record.id)
+            }
+            total += name.count + value.count
+        }
+        guard total <= Vault.maximumAttributeBytesPerNode else { throw .attributesFull(describe(record.id)) }
+        for tag in stale { _ = try storage.deleteAttribute(of: record.id, tag: tag) }
+        for attribute in set {
+            try upsertAttribute(attribute.name, attribute.value, on: record, tag: cipher.attributeTag(for: attribute.name, of: record.id))
+        }
     }
 
     func deleteAttribute(_ name: AttributeName, of record: NodeRecord) throws(VaultError) {

@@ -307,6 +307,24 @@ struct NodeStore {
         try writeAttributes(attributes, of: dictionary)
     }
 
+    /// Every item of the vault, each authenticated; a malformed row fails the whole listing,
+    /// as a damaged row fails `children(of:)`.
+    func everyItem() throws(VaultError) -> [NodeRecord] {
+        var items: [NodeRecord] = []
+        for stored in try storage.everyNode() {
+            switch stored {
+            case .row(let row, _) where row.kind == NodeKind.item.rawValue:
+                let record = try authenticate(row).0
+                items.append(record)
+            case .row:
+                continue
+            case .malformed(let id):
+                throw .integrityFailure(id.map { describe(NodeID($0)) } ?? "a node record")
+            }
+        }
+        return items
+    }
+
     /// Whether any item is after-first-unlock: what decides whether a lock keeps any key. Only
     /// items in the current layout can be; each is opened (a lock is rare, and the class is
     /// sealed, so nothing outside the records may tell).

@@ -1,0 +1,43 @@
+import ArgumentParser
+import VaultCore
+
+struct LabelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "label",
+        abstract: "Print, set or clear the label of an item or dictionary.",
+        discussion: """
+            keychainfs label PATH            prints the label's exact bytes (an error when there is none)
+            keychainfs label PATH LABEL      sets it
+            keychainfs label PATH --clear    removes it
+            The label is what Secret Service clients show; it is not an attribute and is not searched. \
+            In the mount it is the extended attribute keychainfs.label. A LABEL on the command line is visible to other processes.
+            """
+    )
+
+    @OptionGroup var vault: VaultOptions
+    @Flag(help: "Remove the label.") var clear = false
+    @Argument(help: "Item or dictionary path.") var path: String
+    @Argument(help: "The new label.") var label: String?
+
+    func validate() throws {
+        if clear && label != nil { throw ValidationError("give LABEL or --clear, not both") }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(VaultError) in
+            let target = try VaultPath(path)
+            if clear {
+                try vault.openVault().setProperty(.label, to: nil, at: target)
+            } else if let label {
+                var value = try SecureBuffer(capacity: label.utf8.count)
+                Array(label.utf8).withUnsafeBytes { raw in try! value.append(raw) }  // fits: the capacity is its count
+                try vault.openVault().setProperty(.label, to: consume value, at: target)
+            } else {
+                guard let value = try vault.openVault().property(.label, at: target) else {
+                    throw .noSuchAttribute("\(target), label")
+                }
+                guard value.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else { throw .storageFailure("cannot write to standard output") }
+            }
+        }
+    }
+}
