@@ -15,13 +15,14 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux"]),
         .executableTarget(
             name: "KeychainFS",
             dependencies: [
-                "VaultCore", "CFuse", "CSodium", "CLinux",
+                "VaultCore", "CFuse", "CSodium", "CLinux", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
