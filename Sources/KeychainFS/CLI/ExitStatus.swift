@@ -17,6 +17,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case mountFailure = 11
     case accessDenied = 12
     case otherDevice = 13
+    case serviceUnavailable = 14
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -36,6 +37,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
         case .accessDenied: "access denied by an access rule"
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
+        case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace)"
         case .usage: "usage error"
         }
     }

@@ -32,10 +32,17 @@ enum DaemonLog {
         case confirmation(ConfirmationAnswer, pid: pid_t)
         case accessRulesRefused(VaultError)
         case accessLogWriteFailed(VaultError, entries: Int)
+        case secretServiceStarted(uniqueName: String)
+        case secretServiceEnded(BusConnection.Ended)
+        case unlockPromptWithoutCommand
+        case unlockPromptFailed(VaultError)
+        case defaultCollectionFailed(VaultError)
 
         var priority: Int32 {
             switch self {
-            case .started, .stopped: LOG_INFO
+            case .started, .stopped, .secretServiceStarted: LOG_INFO
+            case .secretServiceEnded, .unlockPromptWithoutCommand, .unlockPromptFailed: LOG_NOTICE
+            case .defaultCollectionFailed: LOG_ERR
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
             case .confirmation: LOG_NOTICE
@@ -84,6 +91,21 @@ enum DaemonLog {
             case .accessRulesRefused(let error):
                 "the access rules cannot be read, so every request is refused until they can: "
                     + (error.errno == EIO ? "a rule record failed authentication or could not be read" : DaemonLog.errnoName(error.errno))
+            case .secretServiceStarted(let uniqueName):
+                "serving the Secret Service (org.freedesktop.secrets) on the session bus as \(uniqueName)"
+            case .secretServiceEnded(.stopped):
+                "the Secret Service stopped"
+            case .secretServiceEnded(.nameLost):
+                "the Secret Service stopped: another process took org.freedesktop.secrets (--replace)"
+            case .secretServiceEnded(.disconnected):
+                "the Secret Service stopped: the session bus closed the connection"
+            case .unlockPromptWithoutCommand:
+                "an unlock prompt was dismissed: no --extpass command to ask for the passphrase (use keychainfs unlock)"
+            case .unlockPromptFailed(let error):
+                // The errno only: a wrong passphrase says so, nothing else of it is logged.
+                "an unlock prompt did not unlock: " + (error == .wrongPassphrase ? "wrong passphrase" : DaemonLog.errnoName(error.errno))
+            case .defaultCollectionFailed(let error):
+                "cannot make the default collection (login): \(DaemonLog.errnoName(error.errno))"
             case .accessLogWriteFailed(let error, let entries):
                 // The errno only, as for stores: nothing of an entry reaches the system log.
                 "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
@@ -127,6 +149,12 @@ enum DaemonLog {
 
     /// A batch of the access log could not be committed.
     static func accessLogWriteFailed(_ error: VaultError, entries: Int) { record(.accessLogWriteFailed(error, entries: entries)) }
+
+    static func secretServiceStarted(uniqueName: String) { record(.secretServiceStarted(uniqueName: uniqueName)) }
+    static func secretServiceEnded(_ reason: BusConnection.Ended) { record(.secretServiceEnded(reason)) }
+    static func unlockPromptWithoutCommand() { record(.unlockPromptWithoutCommand) }
+    static func unlockPromptFailed(_ error: VaultError) { record(.unlockPromptFailed(error)) }
+    static func defaultCollectionFailed(_ error: VaultError) { record(.defaultCollectionFailed(error)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

@@ -1,0 +1,38 @@
+import VaultCore
+
+/// Who locks and unlocks the vault the service serves: the mount, when it serves one (a lock
+/// must also wipe what the driver caches), else the vault itself. The Secret Service's Lock
+/// and Unlock are the mount's lock, so `keychainfs lock` and a D-Bus client see one state.
+protocol LockControl: Sendable {
+    var isLocked: Bool { get }
+    func lock()
+    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError)
+}
+
+extension FileSystem: LockControl {}
+
+/// The lock of a service without a mount: the vault's keys, and the log's entries for it.
+final class VaultLock: LockControl {
+    private let vault: Vault
+    private let gate: AccessGate
+
+    init(vault: Vault, gate: AccessGate) {
+        self.vault = vault
+        self.gate = gate
+    }
+
+    var isLocked: Bool { vault.isLocked }
+
+    func lock() {
+        let wasLocked = vault.isLocked
+        gate.willLock()
+        vault.lock()
+        if !wasLocked { gate.didLock() }
+    }
+
+    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        try vault.unlock(passphrase: passphrase)
+        gate.didUnlock()
+        gate.refresh()
+    }
+}

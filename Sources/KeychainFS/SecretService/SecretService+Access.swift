@@ -1,0 +1,71 @@
+import Glibc
+import VaultCore
+
+/// Who calls, as the bus daemon reports it, and what the vault's access rules let them do:
+/// the same gate, confirmations and log as a process using the mount.
+extension SecretService {
+    /// The caller's process, asked of the bus daemon once per connection (a unique name is
+    /// never reused). Only the vault's owner, or root, is served at all, as on the mount.
+    func identify(_ sender: String) throws(BusError) -> RequestContext {
+        if let known = callers[sender] { return known }
+        let credentials = try bus.credentials(of: sender)
+        guard credentials.uid == getuid() || credentials.uid == 0 else {
+            throw .accessDenied("only the vault's owner may use this service")
+        }
+        // The group plays no part in the rules; the service's own stands in.
+        let caller = RequestContext(uid: credentials.uid, gid: getgid(), pid: credentials.pid)
+        callers[sender] = caller
+        return caller
+    }
+
+    /// Judges each group of checks (one group per object a call touches) and calls `then` on
+    /// the loop thread with each group's outcome: nil where allowed, else the error. A group
+    /// that needs confirmation is asked on a helper thread, so the bus keeps serving while
+    /// the user decides.
+    func authorize(_ groups: [[AccessCheck]], for caller: RequestContext,
+                   then: @escaping @Sendable ([VaultError?]) -> Void) {
+        var outcomes: [VaultError?] = []
+        var pending: [(index: Int, accesses: [AccessGate.PendingAccess])] = []
+        for (index, checks) in groups.enumerated() {
+            switch gate.evaluate(checks, caller) {
+            case .allowed:
+                outcomes.append(nil)
+            case .refused(let error):
+                outcomes.append(error)
+            case .needsConfirmation(let accesses):
+                outcomes.append(nil)
+                pending.append((index, accesses))
+            }
+        }
+        guard !pending.isEmpty else { return then(outcomes) }
+        let waiting = pending
+        let decided = outcomes
+        let started = HelperThread.start { [self] in
+            var outcomes = decided
+            for (index, accesses) in waiting {
+                if let denial = gate.confirm(accesses) { outcomes[index] = .accessDenied(denial) }
+            }
+            let final = outcomes
+            bus.post { then(final) }
+        }
+        if !started {
+            var refused = outcomes
+            for (index, _) in waiting { refused[index] = .accessDenied(.confirmationUnavailable("no thread to ask on")) }
+            then(refused)
+        }
+    }
+
+    /// One object's checks: `body` runs on the loop thread if they pass, else the call gets
+    /// the error.
+    func authorize(_ call: BusCall, _ checks: [AccessCheck], for caller: RequestContext,
+                   _ body: @escaping @Sendable () throws(BusError) -> Void) {
+        authorize([checks], for: caller) { outcomes in
+            do throws(BusError) {
+                if let error = outcomes[0] { throw BusError(error) }
+                try body()
+            } catch {
+                if !call.hasReplied { call.replyError(error) }
+            }
+        }
+    }
+}

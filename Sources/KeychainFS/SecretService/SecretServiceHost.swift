@@ -1,0 +1,46 @@
+import Dispatch
+import VaultCore
+
+/// The Secret Service's bus connection and loop: beside a mount on a thread of its own, or
+/// alone on the calling thread. The connection is made and the name claimed before anything
+/// is served, so a missing bus or a taken name fails the command with one line.
+final class SecretServiceHost: Sendable {
+    private let bus: BusConnection
+    private let service: SecretService
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?, replace: Bool) throws(CommandFailure) {
+        do throws(BusError) {
+            bus = try BusConnection.session()
+            let service = SecretService(bus: bus, vault: vault, locking: locking, gate: gate, unlockCommand: unlockCommand)
+            self.service = service
+            try bus.serve(prefix: SecretObject.root) { call in service.handle(call) }
+            bus.onPeerVanished = { name in service.peerVanished(name) }
+            try bus.requestName(SecretService.busName, replace: replace)
+        } catch {
+            throw CommandFailure(message: error.message, status: .serviceUnavailable)
+        }
+    }
+
+    /// Serves until stop(), the name is taken over, or the bus goes away.
+    @discardableResult
+    func run() -> BusConnection.Ended {
+        defer { ended.signal() }
+        service.start()
+        DaemonLog.secretServiceStarted(uniqueName: bus.uniqueName)
+        let reason = bus.run(tickInterval: .milliseconds(250)) { service.tick() }
+        DaemonLog.secretServiceEnded(reason)
+        return reason
+    }
+
+    /// Beside a mount: the mount goes on if the service ends (its end is logged).
+    func runInBackground() -> Bool {
+        HelperThread.start { [self] in run() }
+    }
+
+    /// Ends the loop and waits (briefly) for it: a call being answered finishes first.
+    func stop() {
+        bus.stop()
+        _ = ended.wait(timeout: .now() + .seconds(2))
+    }
+}
