@@ -36,6 +36,13 @@ struct Mount: ParsableCommand {
     @Option(name: .customLong("log-entries"), help: "Keep at most N access log entries, the newest (0: no access log).")
     var logEntries = AccessLogBounds.defaultEntries
 
+    @Flag(name: .customLong("secret-service"),
+          help: "Also serve the desktop's keyring API (org.freedesktop.secrets) on the session bus while mounted.")
+    var secretService = false
+
+    @Flag(help: "With --secret-service: take org.freedesktop.secrets over from the process that owns it.")
+    var replace = false
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -55,6 +62,7 @@ struct Mount: ParsableCommand {
         if let confirmWith, confirmWith.allSatisfy(\.isWhitespace) {
             throw ValidationError("--confirm-with needs a command")
         }
+        if replace && !secretService { throw ValidationError("--replace goes with --secret-service") }
         guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
     }
 
@@ -64,7 +72,8 @@ struct Mount: ParsableCommand {
                                    confirmCommand: confirmWith,
                                    confirmRememberSeconds: LockTriggers.parseDuration(confirmRemember) ?? 300,
                                    confirmTimeoutSeconds: confirmTimeout ?? 30,
-                                   accessLog: AccessLogBounds(days: logDays, entries: logEntries))
+                                   accessLog: AccessLogBounds(days: logDays, entries: logEntries),
+                                   secretService: secretService, replaceSecretService: replace)
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

@@ -31,6 +31,8 @@ enum BackgroundLaunch {
             + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
             + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
             + ["--log-days", "\(request.accessLog.days)", "--log-entries", "\(request.accessLog.entries)"]
+            + (request.secretService ? ["--secret-service"] : []) + (request.replaceSecretService ? ["--replace"] : [])
+            + (request.vault.secret.passphraseCommand.map { ["--extpass", $0] } ?? [])
             + [mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

@@ -96,8 +96,15 @@ enum MountDaemon {
         }
         let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: vaultPath,
                                         idleLockSeconds: request.idleLockSeconds)
+        // Before the mount: a taken name or a missing bus fails the mount with one line.
+        let secretService = request.secretService
+            ? try SecretServiceHost(vault: vault, locking: fileSystem, gate: gate,
+                                    unlockCommand: request.vault.secret.passphraseCommand, replace: request.replaceSecretService)
+            : nil
         var served = false
         defer {
+            // The bus first: no call is answered once the wipe begins.
+            secretService?.stop()
             // Wipe first: the control socket disappearing last tells watchers it is done.
             // An unmount is a last close for every open file; no caller is left to hear of a
             // store that fails then, so the log does.
@@ -113,6 +120,9 @@ enum MountDaemon {
         }
         control.start()
         gate.startRefreshing()
+        if let secretService, !secretService.runInBackground() {
+            throw CommandFailure(message: "cannot start the Secret Service's thread", status: .serviceUnavailable)
+        }
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
@@ -125,8 +135,8 @@ enum MountDaemon {
 
     /// The vault's access rules, read before anything is served: rules that fail
     /// authentication refuse the mount (never fail open).
-    private static func accessGate(_ vault: Vault, request: MountRequest, mountpoint: String,
-                                   log: AccessLogWriter?) throws(CommandFailure) -> AccessGate {
+    static func accessGate(_ vault: Vault, request: MountRequest, mountpoint: String,
+                           log: AccessLogWriter?) throws(CommandFailure) -> AccessGate {
         let policy: AccessPolicy
         do throws(VaultError) {
             policy = try vault.accessPolicy()
@@ -143,8 +153,8 @@ enum MountDaemon {
     }
 
     /// The vault, unlocked and claimed for this mount. The passphrase is wiped on return.
-    private static func openClaimed(_ path: String, creating: Bool, request: MountRequest,
-                                    passphraseFD: Int32?) throws(CommandFailure) -> (Vault, ExclusiveUse) {
+    static func openClaimed(_ path: String, creating: Bool, request: MountRequest,
+                            passphraseFD: Int32?) throws(CommandFailure) -> (Vault, ExclusiveUse) {
         do throws(VaultError) {
             // Claim first when the vault exists, so a second mount fails before the slow KDF.
             var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path)

@@ -15,6 +15,10 @@ struct MountRequest {
     var confirmTimeoutSeconds: Int = 30
     /// How much access log to keep; either bound at 0 turns logging off.
     var accessLog: AccessLogBounds = .default
+    /// Serve the Secret Service on the session bus for as long as the mount lives.
+    var secretService = false
+    /// Take org.freedesktop.secrets over from its owner.
+    var replaceSecretService = false
 }
 
 extension MountRequest {
