@@ -110,8 +110,6 @@ final class PythonBusClient {
 }
 
 @Suite struct BusConnectionTests {
-    static let interface = "org.example.Test"
-
     @Test func aCallCarriesStringsBytesDictsVariantsAndStructsBothWays() throws {
         let wiped = ThreadResult<[String]>()
         let fixture = try BusLoopFixture { call in
@@ -210,11 +208,21 @@ final class PythonBusClient {
 
     @Test func anUnknownMemberIsAnsweredWithTheHandlersError() throws {
         let fixture = try BusLoopFixture { call in
+            if call.member == "Odd" { return call.replyError(BusError(name: "no.9dots", message: "odd name")) }
             call.replyError(.unknownMethod("no method \(call.member) in \(call.interface)"))
         }
         fixture.start()
-        let lines = try fixture.python("call('/org/example/Test', 'Nope', '', [])")
-        #expect(lines == ["error org.freedesktop.DBus.Error.UnknownMethod no method Nope in org.example.Test"])
+        // An error name the bus daemon would disconnect us for goes as Failed; the connection stays.
+        let lines = try fixture.python("""
+            call('/org/example/Test', 'Nope', '', [])
+            call('/org/example/Test', 'Odd', '', [])
+            call('/org/example/Test', 'Nope', '', [])
+            """)
+        #expect(lines == ["error org.freedesktop.DBus.Error.UnknownMethod no method Nope in org.example.Test",
+                          "error org.freedesktop.DBus.Error.Failed odd name",
+                          "error org.freedesktop.DBus.Error.UnknownMethod no method Nope in org.example.Test"])
+        #expect(BusError.invalidArgs("").hasValidName && BusError.connection("").hasValidName)
+        #expect(!BusError(name: "single", message: "").hasValidName && !BusError(name: "a..b", message: "").hasValidName)
     }
 
     @Test func aWrongSignatureGetsInvalidArgsFromTheReader() throws {
