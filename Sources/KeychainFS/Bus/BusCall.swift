@@ -36,8 +36,8 @@ final class BusCall: @unchecked Sendable {
         }
     }
 
-    /// A reader from the start of the body. A secret read wipes its bytes in the message, so
-    /// reading the body again gives zeros there.
+    /// A reader from the start of the body. A secret read wipes its bytes in the message:
+    /// read again, a secret `ay` gives zeros and a secret string no longer reads at all.
     func arguments() -> BusReader {
         sd_bus_message_rewind(message, 1)
         return BusReader(message: message, owner: self)
@@ -77,6 +77,7 @@ final class BusCall: @unchecked Sendable {
     /// A peer that has left, or a full queue, makes the send fail; nobody is waiting then.
     private static func sendError(to call: OpaquePointer, _ error: BusError) {
         guard sd_bus_message_get_expect_reply(call) > 0 else { return }
+        let error = error.hasValidName ? error : .failed(error.message)
         var reply: OpaquePointer?
         let rc = csystemd_new_method_error(call, &reply, error.name, error.message)
         guard rc >= 0, let reply else { return }

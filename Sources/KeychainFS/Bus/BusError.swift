@@ -4,11 +4,26 @@ struct BusError: Error, Equatable, Sendable {
     let name: String
     let message: String
 
-    /// The bus daemon drops a connection that sends a malformed error name, so only these
-    /// constructors and well-formed names of the caller's own should build one.
     init(name: String, message: String) {
         self.name = name
         self.message = message
+    }
+
+    /// Whether `name` may travel as an error name (two or more dot-separated elements of
+    /// [A-Za-z_][A-Za-z0-9_]*, at most 255 bytes): the bus daemon disconnects a connection
+    /// that sends anything else, which would end the whole service over one reply.
+    var hasValidName: Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= 255 else { return false }
+        let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard elements.count >= 2 else { return false }
+        return elements.allSatisfy { element in
+            guard let first = element.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+            return element.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+            }
+        }
     }
 
     static let connectionName = "org.keychainfs.Error.Connection"

@@ -62,7 +62,7 @@ struct BusReader {
 
     /// A string that may be secret (a label, an attribute name or value), without its NUL:
     /// copied into locked memory, then wiped where sd-bus pointed (inside the message body),
-    /// so reading it again gives zeros.
+    /// so that it no longer reads at all (sd-bus rejects a string with NUL bytes inside).
     mutating func secretString() throws(BusError) -> SecureBuffer {
         var value: UnsafePointer<CChar>?
         try readBasic("s", &value)
