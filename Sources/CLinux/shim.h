@@ -19,6 +19,12 @@ static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
 
+/* The daemon is started as /proc/self/exe, which the kernel names it ("exe") in ps and in
+   what the bus daemon reports of it; prctl is variadic. */
+static inline int clinux_set_process_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
 /* struct ucred is hidden behind _GNU_SOURCE; this reads SO_PEERCRED without it. */
 static inline int clinux_peer_uid(int fd, uid_t *uid) {
     struct { pid_t pid; uid_t uid; gid_t gid; } credentials;

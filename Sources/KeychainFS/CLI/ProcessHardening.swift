@@ -2,7 +2,7 @@ import CLinux
 import Glibc
 
 /// Every keychainfs process may hold keys: no core dumps, no ptrace attach by the same user,
-/// private file modes, and as much locked memory as the hard limit allows.
+/// private file modes, and as much locked memory as the hard limit allows. And one name.
 enum ProcessHardening {
     static func apply() {
         _ = clinux_set_dumpable(0)
@@ -14,5 +14,7 @@ enum ProcessHardening {
             _ = setrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &memlock)
         }
         umask(0o077)
+        // A background daemon runs as /proc/self/exe: keep the name users and the bus see.
+        _ = clinux_set_process_name("keychainfs")
     }
 }

@@ -99,7 +99,8 @@ enum MountDaemon {
         // Before the mount: a taken name or a missing bus fails the mount with one line.
         let secretService = request.secretService
             ? try SecretServiceHost(vault: vault, locking: fileSystem, gate: gate,
-                                    unlockCommand: request.vault.secret.passphraseCommand, replace: request.replaceSecretService)
+                                    unlockCommand: request.vault.secret.passphraseCommand, mountCache: fileSystem,
+                                    replace: request.replaceSecretService)
             : nil
         var served = false
         defer {

@@ -32,7 +32,7 @@ enum SecretServiceDaemon {
         defer { accessLog?.stop() }
         let gate = try MountDaemon.accessGate(vault, request: request, mountpoint: "", log: accessLog)
         let host = try SecretServiceHost(vault: vault, locking: VaultLock(vault: vault, gate: gate), gate: gate,
-                                         unlockCommand: request.vault.secret.passphraseCommand,
+                                         unlockCommand: request.vault.secret.passphraseCommand, mountCache: nil,
                                          replace: request.replaceSecretService)
         gate.startRefreshing()
         let waitedFor = ending

@@ -103,6 +103,7 @@ extension SecretService {
                 id = existing.id
             } catch .notFound {
                 id = try vault.makeDictionary(named: login, in: .root).id
+                mountCache?.dropEntry(login, in: .root)
             }
             var table = try AliasTable.read(vault)
             table["default"] = id

@@ -21,6 +21,7 @@ extension SecretService {
         authorize(call, checks, for: caller) { [self] () throws(BusError) in
             try vaultCall { () throws(VaultError) in
                 try vault.remove(try vault.path(of: collection), recursive: true)
+                mountCache?.dropEntry(name, in: .root)
                 let table = try AliasTable.read(vault)
                 let kept = table.filter { $0.value != collection }
                 if kept.count != table.count { try AliasTable.write(kept, to: vault) }
@@ -55,10 +56,12 @@ extension SecretService {
         authorize(call, [check], for: caller) { [self] () throws(BusError) in
             let item = try vaultCall { () throws(VaultError) -> NodeID in
                 if let existing {
+                    defer { mountCache?.dropNode(existing) }
                     return try vault.replaceItem(existing, content: secret.content, attributes: attributes,
                                                  label: properties.label, contentType: properties.contentType).id
                 }
                 let name = try availableName(fromLabel: properties.label, in: collection)
+                defer { mountCache?.dropEntry(name, in: collection) }
                 return try vault.createItem(named: name, in: collection, content: secret.content, attributes: attributes,
                                             label: properties.label, contentType: properties.contentType).id
             }

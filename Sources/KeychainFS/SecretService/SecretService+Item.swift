@@ -20,6 +20,7 @@ extension SecretService {
         let checks: [AccessCheck] = [.write(UInt64(collection.rawValue), name), .write(UInt64(collection.rawValue))]
         authorize(call, checks, for: caller) { [self] () throws(BusError) in
             _ = try vaultCall { () throws(VaultError) in try vault.remove(named: name, in: collection, kind: .item) }
+            mountCache?.dropEntry(name, in: collection)
             refreshModel()
             call.reply { (writer) throws(BusError) in try writer.objectPath(SecretObject.none) }
         }
@@ -52,6 +53,7 @@ extension SecretService {
                 _ = try vault.replaceItem(item, content: secret.content, attributes: attributes, label: label,
                                           contentType: secret.contentType)
             }
+            mountCache?.dropNode(item)
             refreshModel()
             call.reply { _ in }
         }

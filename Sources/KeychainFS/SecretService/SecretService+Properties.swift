@@ -1,8 +1,10 @@
 import VaultCore
 
 /// org.freedesktop.DBus.Properties for every object: Get, GetAll, Set. A locked vault still
-/// answers what is not secret (Locked, Items, Collections, times); a label or attributes of
-/// a locked object are IsLocked, and GetAll leaves them out.
+/// answers what is not secret (Locked, Items, Collections, times). Labels are sealed, so a
+/// locked vault shows them empty (clients read Label to see that an object exists, and
+/// would fail on an error); attributes and type of a locked item are IsLocked, and GetAll
+/// leaves them out.
 extension SecretService {
     private enum Property: String, CaseIterable {
         case collections = "Collections"
@@ -110,6 +112,7 @@ extension SecretService {
     /// (reading the node) governs them here.
     private func checkReadable(_ property: Property, _ object: SecretObject, _ caller: RequestContext) throws(BusError) {
         guard property.needsKeys else { return }
+        if property == .label && locking.isLocked { return }
         try requireUnlocked()
         guard let node = node(of: object) else { return }
         if case .refused(let error) = gate.evaluate([.read(UInt64(node.rawValue))], caller) { throw BusError(error) }
@@ -140,7 +143,7 @@ extension SecretService {
             let time = node.flatMap { try? vault.node($0).attributes.modified }
             try writer.uint64(UInt64(max(0, time?.seconds ?? 0)))
         case .label:
-            guard let node else { return try writer.string("") }
+            guard let node, !locking.isLocked else { return try writer.string("") }
             // An item made through the mount or the CLI has no label of its own: its name is.
             let label = try vaultCall { () throws(VaultError) -> SecureBuffer in
                 if let label = try vault.property(.label, of: node) { return label }
@@ -190,6 +193,7 @@ extension SecretService {
                 default: try vault.setProperty(.label, to: update.label, of: node)
                 }
             }
+            mountCache?.dropNode(node)
             refreshModel()
             call.reply { _ in }
         }

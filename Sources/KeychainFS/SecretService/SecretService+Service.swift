@@ -37,6 +37,7 @@ extension SecretService {
             let id = try vaultCall { () throws(VaultError) -> NodeID in
                 let name = try availableName(fromLabel: properties.label, in: .root)
                 let node = try vault.makeDictionary(named: name, in: .root)
+                mountCache?.dropEntry(name, in: .root)
                 if properties.label != nil { try vault.setProperty(.label, to: properties.label, of: node.id) }
                 if !alias.isEmpty {
                     var table = try AliasTable.read(vault)
@@ -128,7 +129,7 @@ extension SecretService {
     /// GetSecrets(ao items, o session) → a{o(oayays)}: locked items, items that do not exist
     /// and items the rules keep from the caller are left out.
     private func getSecrets(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "ao")
+        try expectSignature(call, "aoo")
         var reader = call.arguments()
         let paths = try readObjectPaths(&reader)
         let session = try sessions.session(at: try reader.objectPath(), for: call.sender)

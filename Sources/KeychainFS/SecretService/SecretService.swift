@@ -28,6 +28,8 @@ final class SecretService: @unchecked Sendable {
     /// Run (`sh -c`) when a client completes an Unlock prompt; its output is the passphrase
     /// (the `--extpass` of the mount or service). Without it, prompts are dismissed.
     let unlockCommand: String?
+    /// The mount's kernel caches, when the service runs beside a mount.
+    let mountCache: (any MountCache)?
 
     // Loop thread only.
     var sessions = TransportSessions()
@@ -39,7 +41,9 @@ final class SecretService: @unchecked Sendable {
     /// Prompts dismissed while their command runs: the helper thread running it reads this.
     let abandonedPrompts = Mutex<Set<UInt64>>([])
 
-    init(bus: BusConnection, vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?) {
+    init(bus: BusConnection, vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?,
+         mountCache: (any MountCache)?) {
+        self.mountCache = mountCache
         self.bus = bus
         self.vault = vault
         self.locking = locking

@@ -9,10 +9,12 @@ final class SecretServiceHost: Sendable {
     private let service: SecretService
     private let ended = DispatchSemaphore(value: 0)
 
-    init(vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?, replace: Bool) throws(CommandFailure) {
+    init(vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?, mountCache: (any MountCache)?,
+         replace: Bool) throws(CommandFailure) {
         do throws(BusError) {
             bus = try BusConnection.session()
-            let service = SecretService(bus: bus, vault: vault, locking: locking, gate: gate, unlockCommand: unlockCommand)
+            let service = SecretService(bus: bus, vault: vault, locking: locking, gate: gate, unlockCommand: unlockCommand,
+                                        mountCache: mountCache)
             self.service = service
             try bus.serve(prefix: SecretObject.root) { call in service.handle(call) }
             bus.onPeerVanished = { name in service.peerVanished(name) }

@@ -1,0 +1,294 @@
+import Foundation
+@testable import KeychainFS
+import Glibc
+import Testing
+
+/// The Secret Service through real clients on a private bus, each item then checked through
+/// the mount and the command line, and the reverse.
+@Suite(.serialized) struct SecretServiceTests {
+    @Test func secretToolStoresLooksUpSearchesAndClearsThroughTheVault() throws {
+        let s = try SecretServiceFixture()
+        let stored = try s.secretTool(["store", "--label=Mail password", "service", "imap", "user", "ann"], stdin: "hunter2")
+        #expect(stored.status == 0, "\(stored.stderr)")
+        let looked = try s.secretTool(["lookup", "service", "imap", "user", "ann"])
+        #expect(looked.stdoutText == "hunter2")
+        // The item is a file in the default collection's dictionary, login/.
+        #expect(readFile(s.path("login/Mail password")) == Array("hunter2".utf8))
+        let user = try sh("getfattr --only-values -n user.user '\(s.path("login/Mail password"))'")
+        #expect(user.stdoutText == "ann")
+        let label = try sh("getfattr --only-values -n keychainfs.label '\(s.path("login/Mail password"))'")
+        #expect(label.stdoutText == "Mail password")
+        #expect(try s.cli.cli(["get", "login/Mail password"]).stdoutText == "hunter2")
+
+        let searched = try s.secretTool(["search", "--all", "service", "imap"])
+        #expect(searched.status == 0)
+        #expect(searched.stdoutText.contains("label = Mail password"), "\(searched.stdoutText)")
+        #expect(searched.stdoutText.contains("secret = hunter2"))
+        // secret-tool writes attributes to standard error.
+        #expect(searched.stderr.contains("attribute.user = ann"), "\(searched.stderr)")
+
+        #expect(try s.secretTool(["clear", "service", "imap"]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: s.path("login/Mail password")))
+        #expect(try s.secretTool(["lookup", "service", "imap"]).status != 0)
+    }
+
+    @Test func aFileMadeThroughTheMountOrTheCLIIsAnItemAndSignalsWithinASecond() throws {
+        let s = try SecretServiceFixture()
+        // Listens first, then makes an item through the mount and changes it through the CLI.
+        let watched = try s.python("""
+            from jeepney import MatchRule
+            from jeepney.io.blocking import open_dbus_connection, Proxy
+            from jeepney.bus_messages import message_bus
+            import subprocess
+            conn = open_dbus_connection(bus='SESSION')
+            rule = MatchRule(type='signal', interface='org.freedesktop.Secret.Collection')
+            Proxy(message_bus, conn).AddMatch(rule)
+            def wait_for(member, deadline):
+                with conn.filter(rule) as queue:
+                    pass
+            seen = []
+            with conn.filter(rule) as queue:
+                start = time.monotonic()
+                path = sys.argv[0] if False else os.environ['MNT'] + '/login/from-mount'
+                with open(path, 'w') as f: f.write('via mount')
+                os.setxattr(path, 'user.service', b'mounted')
+                while 'ItemCreated' not in seen:
+                    msg = conn.recv_until_filtered(queue, timeout=1.0)
+                    seen.append(msg.header.fields[3])
+                print('created', round(time.monotonic() - start, 3))
+                subprocess.run([os.environ['KFS'], 'set', '--vault', os.environ['VAULT'], '--passphrase-file', os.environ['PW'],
+                                'login/from-mount'], input=b'via cli', check=True)
+                start = time.monotonic()
+                seen = []
+                while 'ItemChanged' not in seen:
+                    msg = conn.recv_until_filtered(queue, timeout=1.0)
+                    seen.append(msg.header.fields[3])
+                print('changed', round(time.monotonic() - start, 3))
+            """, environment: ["MNT": s.mountpoint, "KFS": keychainfsBinary, "VAULT": s.cli.vault, "PW": s.cli.passphraseFile])
+        #expect(watched.status == 0, "\(watched.stderr)")
+        #expect(watched.stdoutText.contains("created"), "\(watched.stdoutText)")
+        #expect(watched.stdoutText.contains("changed"))
+        // Its user. attribute is searchable over D-Bus, and its content is the CLI's.
+        let looked = try s.secretTool(["lookup", "service", "mounted"])
+        #expect(looked.stdoutText == "via cli", "\(looked.stderr)")
+    }
+
+    @Test func secretstorageWithBothSessionAlgorithms() throws {
+        let s = try SecretServiceFixture()
+        // secretstorage opens a dh-ietf1024-sha256_aes128-cbc-pkcs7 session.
+        let encrypted = try s.python("""
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            collection = secretstorage.get_default_collection(connection)
+            assert collection.is_locked() is False
+            item = collection.create_item('Encrypted one', {'app': 'ss', 'kind': 'dh'}, b'\\x00binary\\xffsecret', replace=True)
+            again = collection.create_item('Encrypted one', {'app': 'ss', 'kind': 'dh'}, b'replaced', replace=True)
+            assert again.item_path == item.item_path, (again.item_path, item.item_path)
+            found = list(collection.search_items({'kind': 'dh'}))
+            assert len(found) == 1
+            print(found[0].get_secret().decode(), found[0].get_label(), sorted(found[0].get_attributes().items()))
+            """)
+        #expect(encrypted.status == 0, "\(encrypted.stderr)")
+        #expect(encrypted.stdoutText.contains("replaced Encrypted one [('app', 'ss'), ('kind', 'dh')]"), "\(encrypted.stdoutText)")
+        #expect(readFile(s.path("login/Encrypted one")) == Array("replaced".utf8))
+
+        // plain, by hand: the secret crosses the bus as it is.
+        let plain = try s.python("""
+            session = plain_session()
+            collection = iface(default_collection(), 'org.freedesktop.Secret.Collection')
+            item, prompt = collection.CreateItem(props('Plain one', {'kind': 'plain'}), secret(session, b'clear text'), False)
+            assert prompt == '/'
+            got = iface(item, 'org.freedesktop.Secret.Item').GetSecret(session)
+            print(bytes(got[2]).decode(), got[3])
+            """)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdoutText == "clear text text/plain\n")
+        #expect(try s.cli.cli(["get", "login/Plain one"]).stdoutText == "clear text")
+    }
+
+    @Test func pythonKeyringAndGitsCredentialHelper() throws {
+        let s = try SecretServiceFixture()
+        let keyring = try s.python("""
+            import keyring
+            keyring.set_password('example.org', 'ann', 'k3yring')
+            print(keyring.get_password('example.org', 'ann'))
+            keyring.delete_password('example.org', 'ann')
+            print(keyring.get_password('example.org', 'ann'))
+            """, environment: ["PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"])
+        #expect(keyring.status == 0, "\(keyring.stderr)")
+        #expect(keyring.stdoutText == "k3yring\nNone\n")
+
+        let helper = try gitCredentialLibsecret()
+        let git = { (action: String, input: String) throws -> RunResult in
+            try run("/usr/bin/git", ["-c", "credential.helper=", "-c", "credential.helper=\(helper)", "credential", action],
+                    stdin: Data(input.utf8), environment: s.bus.environment.merging(["GIT_TERMINAL_PROMPT": "0"]) { $1 })
+        }
+        let request = "protocol=https\nhost=git.example.org\nusername=ann\n"
+        #expect(try git("approve", request + "password=g1t-token\n\n").status == 0)
+        let filled = try git("fill", request + "\n")
+        #expect(filled.stdoutText.contains("password=g1t-token"), "\(filled.stdoutText) \(filled.stderr)")
+        // Stored as an item the mount shows, with git's attributes.
+        let listed = try sh("getfattr -d -m '^user\\.' '\(s.mountpoint)'/login/* 2>/dev/null")
+        #expect(listed.stdoutText.contains("user.server=\"git.example.org\""), "\(listed.stdoutText)")
+        #expect(try git("reject", request + "\n").status == 0)
+        let after = try git("fill", request + "\n")
+        #expect(!after.stdoutText.contains("g1t-token"))
+    }
+
+    @Test func aProgramTheRulesRefuseGetsNoSecretOverDBus() throws {
+        let s = try SecretServiceFixture()
+        #expect(try s.secretTool(["store", "--label=token", "app", "x"], stdin: "top secret").status == 0)
+        // Only cat may read login/: secret-tool and python are refused, over D-Bus as on the mount.
+        let allowed = try s.cli.cli(["allow", "login", "--exe", "/usr/bin/cat"])
+        #expect(allowed.exitStatus == .success, "\(allowed.stderr)")
+        #expect(eventually(within: 2) { (try? s.secretTool(["lookup", "app", "x"]).stdoutText) == "" })
+        let refused = try s.python("""
+            session = plain_session()
+            items = service.SearchItems({'app': 'x'})
+            print(len(items[0]) + len(items[1]))
+            all_items = prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')
+            print(error(lambda: iface(all_items[0], 'org.freedesktop.Secret.Item').GetSecret(session)))
+            print(len(service.GetSecrets(dbus.Array(all_items, signature='o'), session)))
+            """)
+        #expect(refused.stdoutText == "0\norg.freedesktop.DBus.Error.AccessDenied\n0\n", "\(refused.stdoutText) \(refused.stderr)")
+        #expect(try run("/usr/bin/cat", [s.path("login/token")]).stdoutText == "top secret")
+        // The mount's log commits once a second.
+        #expect(eventually(within: 3) { (try? s.cli.cli(["log", "--denied", "--json"]).stdoutText.contains("denied")) == true })
+    }
+
+    @Test func lockAndUnlockAreOneStateForTheMountAndDBus() throws {
+        let s = try SecretServiceFixture()
+        #expect(try s.secretTool(["store", "--label=pin", "bank", "b"], stdin: "1234").status == 0)
+        #expect(try run(keychainfsBinary, ["lock", s.mountpoint]).exitStatus == .success)
+        // Seen at once over D-Bus, and the unlock prompt runs --extpass.
+        let unlocked = try s.python("""
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            collection = secretstorage.get_default_collection(connection)
+            print(collection.is_locked())
+            item_path = prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')[0]
+            print(error(lambda: iface(item_path, 'org.freedesktop.Secret.Item').GetSecret(plain_session())))
+            print(collection.unlock())
+            print(collection.is_locked())
+            """)
+        #expect(unlocked.stdoutText == "True\norg.freedesktop.Secret.Error.IsLocked\nFalse\nFalse\n", "\(unlocked.stdoutText) \(unlocked.stderr)")
+        #expect(readFile(s.path("login/pin")) == Array("1234".utf8))
+        // Lock over D-Bus locks the mount.
+        let locked = try s.python("print(service.Lock([default_collection()])[1])")
+        #expect(locked.stdoutText == "/\n")
+        #expect(errnoOf { open(s.path("login/pin"), O_RDONLY) } == EACCES)
+        let status = try run(keychainfsBinary, ["status", s.mountpoint, "--json"])
+        #expect(status.stdoutText.contains("\"locked\":true") || status.stdoutText.contains("\"locked\" : true"), "\(status.stdoutText)")
+    }
+
+    @Test func badInputGetsTheSpecsErrorsAndStoresNothing() throws {
+        let s = try SecretServiceFixture()
+        let result = try s.python("""
+            session = plain_session()
+            collection = iface(default_collection(), 'org.freedesktop.Secret.Collection')
+            results = []
+            # wrong types: a string where the secret struct goes
+            results.append(error(lambda: obj(default_collection()).CreateItem(props('x', {}), 'not a secret', False,
+                dbus_interface='org.freedesktop.Secret.Collection', signature='a{sv}sb')))
+            # unknown object paths
+            results.append(error(lambda: iface(ROOT + '/collection/999999', 'org.freedesktop.Secret.Collection').Delete()))
+            results.append(error(lambda: iface(ROOT + '/nonsense', 'org.freedesktop.Secret.Item').Delete()))
+            # another client's session, then a closed one
+            other = os.popen("/usr/bin/python3 -c \\"import dbus; b=dbus.SessionBus(); s=dbus.Interface(b.get_object('org.freedesktop.secrets','/org/freedesktop/secrets',introspect=False),'org.freedesktop.Secret.Service'); print(s.OpenSession('plain', dbus.String('', variant_level=1))[1])\\"").read().strip()
+            results.append(error(lambda: collection.CreateItem(props('x', {}), secret(other, b'v'), False)))
+            closed = plain_session()
+            iface(closed, 'org.freedesktop.Secret.Session').Close()
+            results.append(error(lambda: collection.CreateItem(props('x', {}), secret(closed, b'v'), False)))
+            # an oversized secret, an empty attribute name, an unsupported algorithm
+            results.append(error(lambda: collection.CreateItem(props('big', {}), secret(session, b'x' * (2 << 20)), False)))
+            results.append(error(lambda: collection.CreateItem(props('bad', {'': 'v'}), secret(session, b'v'), False)))
+            results.append(error(lambda: service.OpenSession('rot13', dbus.String('', variant_level=1))))
+            results.append(error(lambda: service.OpenSession('dh-ietf1024-sha256_aes128-cbc-pkcs7', dbus.ByteArray(b'\\x01', variant_level=1))))
+            print(' '.join(results))
+            print(len(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')))
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutText == """
+            org.freedesktop.DBus.Error.InvalidArgs org.freedesktop.Secret.Error.NoSuchObject org.freedesktop.DBus.Error.UnknownObject \
+            org.freedesktop.Secret.Error.NoSession org.freedesktop.Secret.Error.NoSession org.freedesktop.DBus.Error.LimitsExceeded \
+            org.freedesktop.DBus.Error.InvalidArgs org.freedesktop.DBus.Error.NotSupported org.freedesktop.DBus.Error.InvalidArgs
+            0
+
+            """, "\(result.stdoutText)")
+        #expect(listing(s.path("login")).isEmpty)
+        // The service is still up.
+        #expect(try s.secretTool(["store", "--label=after", "still", "up"], stdin: "yes").status == 0)
+    }
+
+    @Test func aClientThatVanishesMidPromptLeavesTheServiceUpAndTheVaultLocked() throws {
+        let gate = NSTemporaryDirectory() + "kfs-prompt-" + UUID().uuidString
+        defer { for suffix in ["", ".asked", ".done"] { unlink(gate + suffix) } }
+        // The mount's --extpass answers at once; the prompt's waits for `gate`, then says it is done.
+        let s = try SecretServiceFixture { passphraseFile in
+            "if [ -e '\(gate).asked' ]; then while [ ! -e '\(gate)' ]; do sleep 0.05; done; else touch '\(gate).asked'; fi; "
+                + "cat '\(passphraseFile)'; [ -e '\(gate)' ] && touch '\(gate).done'; true"
+        }
+        #expect(try run(keychainfsBinary, ["lock", s.mountpoint]).exitStatus == .success)
+        let vanished = try s.python("""
+            prompt = service.Unlock([default_collection()])[1]
+            iface(prompt, 'org.freedesktop.Secret.Prompt').Prompt('')
+            os._exit(0)
+            """)
+        #expect(vanished.status == 0, "\(vanished.stderr)")
+        FileManager.default.createFile(atPath: gate, contents: nil)
+        #expect(eventually(within: 5) { FileManager.default.fileExists(atPath: gate + ".done") })
+        // Its answer is thrown away: the vault stays locked, and the service answers others.
+        let unlockedMeanwhile = eventually(within: 1) {
+            (try? run(keychainfsBinary, ["status", s.mountpoint]).stdoutText.contains("unlocked")) == true
+        }
+        #expect(!unlockedMeanwhile)
+        let after = try s.python("print(bool(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Locked')))")
+        #expect(after.stdoutText == "True\n", "\(after.stdoutText) \(after.stderr)")
+    }
+
+    @Test func theNameIsOneOwnersAndReplaceTakesIt() throws {
+        let s = try SecretServiceFixture()
+        let other = try CLIFixture()
+        let second = try run(keychainfsBinary, ["secret-service", "--vault", other.vault, "--passphrase-file", other.passphraseFile],
+                             environment: s.bus.environment)
+        #expect(second.exitStatus == .serviceUnavailable)
+        #expect(second.stderr.contains("org.freedesktop.secrets is already owned by pid"), "\(second.stderr)")
+        // One line says why (a machine without Yama also gets the ptrace warning).
+        #expect(second.stderr.split(separator: "\n").filter { !$0.contains("ptrace") }.count == 1, "\(second.stderr)")
+        // --replace takes the name; the mount's service logs that it lost it and the mount goes on.
+        let replacing = try startProcess(keychainfsBinary, ["secret-service", "--replace", "--vault", other.vault,
+                                                            "--passphrase-file", other.passphraseFile], environment: s.bus.environment)
+        defer { replacing.terminate() }
+        let owner = { () -> String in
+            (try? s.python("print(bus.get_name_owner(NAME)); print(bus.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetConnectionUnixProcessID', 's', (NAME,)))").stdoutText) ?? ""
+        }
+        #expect(eventually(within: 5) { owner().hasSuffix("\(replacing.processIdentifier)\n") }, "\(owner())")
+        #expect(isMounted(s.mountpoint))
+        replacing.terminate()
+        replacing.waitUntilExit()
+        #expect(replacing.terminationStatus == 0)
+    }
+}
+
+/// A process left running (a service): the caller terminates it.
+func startProcess(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// git's libsecret credential helper, built from the source Debian's git ships.
+func gitCredentialLibsecret() throws -> String {
+    let built = NSTemporaryDirectory() + "git-credential-libsecret"
+    if FileManager.default.isExecutableFile(atPath: built) { return built }
+    let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+    let compiled = try sh("cc -o '\(built)' '\(source)' $(pkg-config --cflags --libs libsecret-1 glib-2.0)")
+    guard compiled.status == 0 else { throw FixtureError("cannot build git-credential-libsecret: \(compiled.stderr)") }
+    return built
+}
