@@ -268,6 +268,97 @@ import Testing
         replacing.waitUntilExit()
         #expect(replacing.terminationStatus == 0)
     }
+
+    @Test func itemsKeepTheirAccessibilityClassWhileLocked() throws {
+        let s = try SecretServiceFixture()
+        #expect(try s.secretTool(["store", "--label=wifi", "net", "home"], stdin: "afu-secret").status == 0)
+        #expect(try s.secretTool(["store", "--label=bank", "net", "bank"], stdin: "wu-secret").status == 0)
+        #expect(try s.cli.cli(["class", "login/wifi", "after-first-unlock"]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["lock", s.mountpoint]).exitStatus == .success)
+        let locked = try s.python("""
+            session = plain_session()
+            found = service.SearchItems({'net': 'home'})
+            print(len(found[0]), len(found[1]))
+            items = prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')
+            for path in items:
+                item = iface(path, 'org.freedesktop.Secret.Item')
+                locked = bool(prop(path, 'org.freedesktop.Secret.Item', 'Locked'))
+                print(locked, bytes(item.GetSecret(session)[2]).decode() if not locked else error(lambda: item.GetSecret(session)))
+            """)
+        #expect(locked.status == 0, "\(locked.stderr)")
+        // The search index's key goes at lock: nothing is found. The after-first-unlock item is
+        // still read by its path; the other stays locked.
+        #expect(locked.stdoutText.hasPrefix("0 0\n"), "\(locked.stdoutText)")
+        #expect(locked.stdoutText.contains("False afu-secret\n"))
+        #expect(locked.stdoutText.contains("True org.freedesktop.Secret.Error.IsLocked\n"))
+    }
+
+    @Test func collectionsAliasesAndPropertiesAreDictionariesAndAttributes() throws {
+        let s = try SecretServiceFixture()
+        let made = try s.python("""
+            from jeepney import MatchRule
+            from jeepney.io.blocking import open_dbus_connection, Proxy
+            from jeepney.bus_messages import message_bus
+            conn = open_dbus_connection(bus='SESSION')
+            rule = MatchRule(type='signal', interface='org.freedesktop.Secret.Service')
+            Proxy(message_bus, conn).AddMatch(rule)
+            with conn.filter(rule) as queue:
+                label = dbus.Dictionary({'org.freedesktop.Secret.Collection.Label': dbus.String('Work stuff', variant_level=1)}, signature='sv')
+                path, prompt = service.CreateCollection(label, 'work')
+                print(prompt, service.ReadAlias('work') == path, prop(path, 'org.freedesktop.Secret.Collection', 'Label'))
+                seen = []
+                while 'CollectionCreated' not in seen:
+                    seen.append(conn.recv_until_filtered(queue, timeout=2.0).header.fields[3])
+                print('created signal')
+                collection = iface(path, 'org.freedesktop.Secret.Collection')
+                item, _ = collection.CreateItem(props('Laptop', {'host': 'lap'}), secret(plain_session(), b'pw1'), False)
+                properties = dbus.Interface(obj(item), 'org.freedesktop.DBus.Properties')
+                properties.Set('org.freedesktop.Secret.Item', 'Label', dbus.String('Laptop login', variant_level=1))
+                properties.Set('org.freedesktop.Secret.Item', 'Attributes', dbus.Dictionary({'host': 'lap', 'user': 'bo'}, signature='ss', variant_level=1))
+                print(error(lambda: properties.Set('org.freedesktop.Secret.Item', 'Created', dbus.UInt64(1, variant_level=1))))
+                print(sorted(service.GetSecrets(dbus.Array([item], signature='o'), plain_session()).keys()) == [item])
+                service.SetAlias('default', path)
+                print(service.ReadAlias('default') == path)
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.stdoutText == "/ True Work stuff\ncreated signal\norg.freedesktop.DBus.Error.PropertyReadOnly\nTrue\nTrue\n", "\(made.stdoutText)")
+        // The collection is a dictionary named from its label; the item a file in it.
+        let file = s.path("Work stuff/Laptop")
+        #expect(readFile(file) == Array("pw1".utf8))
+        #expect(try sh("getfattr --only-values -n keychainfs.label '\(file)'").stdoutText == "Laptop login")
+        #expect(try sh("getfattr --only-values -n user.user '\(file)'").stdoutText == "bo")
+        // secret-tool now stores into the new default.
+        #expect(try s.secretTool(["store", "--label=next", "k", "v"], stdin: "x").status == 0)
+        #expect(FileManager.default.fileExists(atPath: s.path("Work stuff/next")))
+        // Deleting the collection removes the dictionary and everything in it.
+        let deleted = try s.python("""
+            path = service.ReadAlias('work')
+            print(iface(path, 'org.freedesktop.Secret.Collection').Delete())
+            print(service.ReadAlias('work'))
+            """)
+        #expect(deleted.stdoutText == "/\n/\n", "\(deleted.stdoutText) \(deleted.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("Work stuff")))
+    }
+
+    @Test func theServiceWithoutAMountStoresIntoTheSameVault() throws {
+        let bus = try PrivateSessionBus()
+        defer { bus.stop() }
+        let f = try CLIFixture()
+        let service = try startProcess(keychainfsBinary, ["secret-service", "--vault", f.vault, "--passphrase-file", f.passphraseFile],
+                                       environment: bus.environment)
+        defer { if service.isRunning { service.terminate() } }
+        let store = { () throws -> RunResult in
+            try run("/usr/bin/secret-tool", ["store", "--label=alone", "svc", "standalone"], stdin: Data("s3cret".utf8),
+                    environment: bus.environment)
+        }
+        // Ready once it owns the name: until then the bus has no one to start it.
+        #expect(eventually(within: 10) { (try? store().status) == 0 })
+        #expect(try run("/usr/bin/secret-tool", ["lookup", "svc", "standalone"], environment: bus.environment).stdoutText == "s3cret")
+        service.terminate()
+        service.waitUntilExit()
+        #expect(service.terminationStatus == 0)
+        #expect(try f.cli(["get", "login/alone"]).stdoutText == "s3cret")
+    }
 }
 
 /// A process left running (a service): the caller terminates it.

@@ -34,8 +34,9 @@ extension SecretService {
         if isLocked(item: item) { throw .isLocked("the item is locked; unlock the vault first") }
         authorize(call, [.reading(item: item)], for: caller) { [self] () throws(BusError) in
             let snapshot = try vaultCall { () throws(VaultError) in try vault.item(item) }
-            let contentType = try vaultCall { () throws(VaultError) in try vault.property(.contentType, of: item) }
-            call.reply { (writer) throws(BusError) in try session.write(snapshot.content, contentType: contentType, to: &writer) }
+            call.reply { (writer) throws(BusError) in
+                try session.write(snapshot.content, contentType: storedContentType(of: item), to: &writer)
+            }
         }
     }
 
@@ -56,6 +57,16 @@ extension SecretService {
             mountCache?.dropNode(item)
             refreshModel()
             call.reply { _ in }
+        }
+    }
+
+    /// An item's content type; nil when it has none, or while locked (an after-first-unlock
+    /// item's secret is readable then, its sealed properties are not): text/plain then.
+    func storedContentType(of item: NodeID) -> SecureBuffer? {
+        do throws(VaultError) {
+            return try vault.property(.contentType, of: item)
+        } catch {
+            return nil
         }
     }
 }

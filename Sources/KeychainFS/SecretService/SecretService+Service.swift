@@ -146,15 +146,9 @@ extension SecretService {
                 try writer.open("a", "{o(oayays)}")
                 for (index, item) in readable.enumerated() where outcomes[index] == nil {
                     guard let snapshot = try? vault.item(item.id) else { continue }
-                    let contentType: SecureBuffer?
-                    do throws(VaultError) {
-                        contentType = try vault.property(.contentType, of: item.id)
-                    } catch {
-                        contentType = nil
-                    }
                     try writer.open("e", "o(oayays)")
                     try writer.objectPath(item.path)
-                    try session.write(snapshot.content, contentType: contentType, to: &writer)
+                    try session.write(snapshot.content, contentType: storedContentType(of: item.id), to: &writer)
                     try writer.close()
                 }
                 try writer.close()
