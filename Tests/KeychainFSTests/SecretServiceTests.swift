@@ -204,6 +204,9 @@ import Testing
             results.append(error(lambda: collection.CreateItem(props('bad', {'': 'v'}), secret(session, b'v'), False)))
             results.append(error(lambda: service.OpenSession('rot13', dbus.String('', variant_level=1))))
             results.append(error(lambda: service.OpenSession('dh-ietf1024-sha256_aes128-cbc-pkcs7', dbus.ByteArray(b'\\x01', variant_level=1))))
+            # a client that opens sessions in a loop runs out; the service does not
+            opened = [plain_session() for _ in range(63)]
+            results.append(error(plain_session))
             print(' '.join(results))
             print(len(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')))
             """)
@@ -211,7 +214,8 @@ import Testing
         #expect(result.stdoutText == """
             org.freedesktop.DBus.Error.InvalidArgs org.freedesktop.Secret.Error.NoSuchObject org.freedesktop.DBus.Error.UnknownObject \
             org.freedesktop.Secret.Error.NoSession org.freedesktop.Secret.Error.NoSession org.freedesktop.DBus.Error.LimitsExceeded \
-            org.freedesktop.DBus.Error.InvalidArgs org.freedesktop.DBus.Error.NotSupported org.freedesktop.DBus.Error.InvalidArgs
+            org.freedesktop.DBus.Error.InvalidArgs org.freedesktop.DBus.Error.NotSupported org.freedesktop.DBus.Error.InvalidArgs \
+            org.freedesktop.DBus.Error.LimitsExceeded
             0
 
             """, "\(result.stdoutText)")
@@ -358,6 +362,56 @@ import Testing
         service.waitUntilExit()
         #expect(service.terminationStatus == 0)
         #expect(try f.cli(["get", "login/alone"]).stdoutText == "s3cret")
+    }
+
+    @Test func aConfirmRuleAsksOverDBusWhileTheBusGoesOnServing() throws {
+        let answers = NSTemporaryDirectory() + "kfs-ss-answers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: answers, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: answers) }
+        let script = """
+            echo "$KEYCHAINFS_PID $KEYCHAINFS_ACCESS $KEYCHAINFS_PATH" >> \(answers)/asked
+            case "$(cat \(answers)/answer)" in
+              allow) exit 0 ;;
+              hang) exec sleep 60 ;;
+              *) exit 1 ;;
+            esac
+            """
+        let s = try SecretServiceFixture(mountArguments: ["--confirm-with", script, "--confirm-remember", "1s", "--confirm-timeout", "2"])
+        #expect(try s.secretTool(["store", "--label=token", "app", "c"], stdin: "confirmed").status == 0)
+        let python = try sh("readlink -f /usr/bin/python3").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try s.cli.cli(["allow", "login", "--exe", python, "--confirm"]).exitStatus == .success)
+        let get = """
+            item = prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Items')[0]
+            session = plain_session()
+            try:
+                print(bytes(iface(item, 'org.freedesktop.Secret.Item').GetSecret(session)[2]).decode())
+            except dbus.exceptions.DBusException as e:
+                print(e.get_dbus_name())
+            """
+        try "allow".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        #expect(eventually(within: 2) { (try? s.python(get).stdoutText) == "confirmed\n" })
+        let asked = (try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? ""
+        #expect(asked.contains("read \(s.mountpoint)/login/token"), "\(asked)")
+
+        try "deny".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        #expect(eventually(within: 3) { (try? s.python(get).stdoutText) == "org.freedesktop.DBus.Error.AccessDenied\n" })
+
+        // A dialog that never answers: the caller waits, others are served meanwhile, and the
+        // caller is refused when the command is stopped.
+        try "hang".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        let outcome = answers + "/outcome"
+        let waiting = try startProcess("/usr/bin/python3", ["-c", SecretServiceFixture.prelude + "sys.stdout = open('\(outcome)', 'w')\n" + get],
+                                       environment: s.bus.environment)
+        let askedThrice = eventually(within: 5) {
+            ((try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? "").split(separator: "\n").count >= 3
+        }
+        #expect(askedThrice)
+        let meanwhile = try s.python("print(service.ReadAlias('default') != '/')")
+        #expect(meanwhile.stdoutText == "True\n", "\(meanwhile.stderr)")
+        #expect(waiting.isRunning)
+        waiting.waitUntilExit()
+        #expect(waiting.terminationStatus == 0)
+        #expect((try? String(contentsOfFile: outcome, encoding: .utf8)) == "org.freedesktop.DBus.Error.AccessDenied\n")
     }
 }
 
