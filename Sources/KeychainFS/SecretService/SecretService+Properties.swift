@@ -115,7 +115,15 @@ extension SecretService {
         if property == .label && locking.isLocked { return }
         try requireUnlocked()
         guard let node = node(of: object) else { return }
-        if case .refused(let error) = gate.evaluate([.read(UInt64(node.rawValue))], caller) { throw BusError(error) }
+        switch gate.evaluate([.read(UInt64(node.rawValue))], caller) {
+        case .allowed: return
+        case .refused(let error): throw BusError(error)
+        case .needsConfirmation:
+            // Clients read properties in bulk (GetAll after every search): a dialog for each
+            // would be noise, and answering unasked would bypass the rule. Refused; the secret
+            // itself (GetSecret) is what asks.
+            throw .accessDenied("a --confirm rule governs this object: its label and attributes are not shown over D-Bus (its secret is, once confirmed)")
+        }
     }
 
     private func node(of object: SecretObject) -> NodeID? {
