@@ -4,6 +4,9 @@ import VaultCore
 /// vault's root, sealed like any other, holding a line `ALIAS NODE` each. Alias names are
 /// `[A-Za-z0-9_]` (they are object path elements), so the text needs no quoting.
 enum AliasTable {
+    /// Aliases are few (default, session, a handful); the table is one sealed value.
+    static let limit = 64
+
     static func read(_ vault: Vault) throws(VaultError) -> [String: NodeID] {
         guard let value = try vault.property(.aliases, of: .root) else { return [:] }
         let text = value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }

@@ -15,6 +15,12 @@ extension BusError {
         BusError(name: "org.freedesktop.Secret.Error.NoSuchObject", message: "no such object: \(path)")
     }
 
+    /// The same error, its message the object's path and the reason's kind only: for an
+    /// error of a by-path operation, whose VaultCore message names the path.
+    func naming(_ path: String) -> BusError {
+        BusError(name: name, message: "\(path): the vault refused the change (\(name.split(separator: ".").last ?? ""))")
+    }
+
     /// Messages name nodes by number (VaultCore's by-node API) and never a name or a value.
     init(_ error: VaultError) {
         switch error {

@@ -5,6 +5,7 @@ enum Introspection {
         let interfaces: String
         switch object {
         case .service: interfaces = service
+        case .directory: interfaces = ""
         case .collection, .alias: interfaces = collection
         case .item: interfaces = item
         case .session: interfaces = session

@@ -7,6 +7,9 @@ final class ItemProperties: @unchecked Sendable {
     var label: SecureBuffer?
     var attributes: [Attribute]?
     var contentType: SecureBuffer?
+    /// Attributes one call may give: each value takes locked memory until the call is done
+    /// (a confirmation may keep it waiting), and clients use a handful.
+    static let attributeLimit = 256
 
     /// Properties of `interface` (`org.freedesktop.Secret.Item` or `.Collection`) are read;
     /// others are skipped, as the spec lets a service do.
@@ -43,8 +46,12 @@ final class ItemProperties: @unchecked Sendable {
     /// values in locked memory; a name given twice is refused.
     static func readAttributes(_ reader: inout BusReader) throws(BusError) -> [Attribute] {
         var attributes: [Attribute] = []
+        var names: Set<AttributeName> = []
         try reader.enter("a", "{ss}")
         while !reader.atEnd {
+            guard attributes.count < ItemProperties.attributeLimit else {
+                throw .limitsExceeded("at most \(ItemProperties.attributeLimit) attributes")
+            }
             try reader.enter("e", "ss")
             let rawName = try reader.secretString()
             let value = try reader.secretString()
@@ -58,7 +65,7 @@ final class ItemProperties: @unchecked Sendable {
             guard value.count <= Vault.maximumAttributeValueBytes else {
                 throw .limitsExceeded("attribute values are at most \(Vault.maximumAttributeValueBytes) bytes")
             }
-            guard !attributes.contains(where: { $0.name == name }) else { throw .invalidArgs("an attribute is given twice") }
+            guard names.insert(name).inserted else { throw .invalidArgs("an attribute is given twice") }
             attributes.append(Attribute(name: name, value: value))
         }
         try reader.exit()

@@ -1,3 +1,4 @@
+import Synchronization
 import VaultCore
 
 /// Who locks and unlocks the vault the service serves: the mount, when it serves one (a lock
@@ -15,6 +16,8 @@ extension FileSystem: LockControl {}
 final class VaultLock: LockControl {
     private let vault: Vault
     private let gate: AccessGate
+    /// Counts locks: a lock asked for while an unlock derives its keys wins, as on a mount.
+    private let locks = Mutex<UInt64>(0)
 
     init(vault: Vault, gate: AccessGate) {
         self.vault = vault
@@ -26,12 +29,18 @@ final class VaultLock: LockControl {
     func lock() {
         let wasLocked = vault.isLocked
         gate.willLock()
+        locks.withLock { $0 += 1 }
         vault.lock()
         if !wasLocked { gate.didLock() }
     }
 
     func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        let before = locks.withLock { $0 }
         try vault.unlock(passphrase: passphrase)
+        guard locks.withLock({ $0 }) == before else {
+            vault.lock()
+            throw .locked
+        }
         gate.didUnlock()
         gate.refresh()
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import VaultCore
 
 /// What the kernel caches of a mount served by the same process: a change made over D-Bus
@@ -10,12 +11,17 @@ protocol MountCache: Sendable {
     func dropNode(_ node: NodeID)
 }
 
+/// The kernel may make a notice wait for a request the mount is still answering (one that
+/// waits for a confirmation, say): notices go out in order from a queue of their own, never
+/// holding up the bus's loop.
+private let notices = DispatchQueue(label: "keychainfs.mount-cache-notices")
+
 extension FileSystem: MountCache {
     func dropEntry(_ name: ItemName, in parent: NodeID) {
-        invalidateKernelCaches(entries: [(UInt64(parent.rawValue), name)], inodes: [])
+        notices.async { [self] in invalidateKernelCaches(entries: [(UInt64(parent.rawValue), name)], inodes: []) }
     }
 
     func dropNode(_ node: NodeID) {
-        invalidateKernelCaches(entries: [], inodes: [UInt64(node.rawValue)])
+        notices.async { [self] in invalidateKernelCaches(entries: [], inodes: [UInt64(node.rawValue)]) }
     }
 }

@@ -6,6 +6,9 @@ import VaultCore
 /// (it calls CreateItem on `/org/freedesktop/secrets/aliases/default` directly).
 enum SecretObject: Equatable, Sendable {
     case service
+    /// `/collection`, `/aliases`, `/session`, `/prompt`: nothing but their children, for
+    /// tools that walk the tree (busctl tree, gdbus introspect -r).
+    case directory(String)
     case collection(NodeID)
     case alias(String)
     case item(collection: NodeID, item: NodeID)
@@ -26,6 +29,8 @@ enum SecretObject: Equatable, Sendable {
         switch (parts.first, parts.count) {
         case (nil, _):
             self = .service
+        case (let first?, 1) where SecretObject.directories.contains(String(first)):
+            self = .directory(String(first))
         case ("collection", 2):
             guard let id = number(parts[parts.startIndex + 1]) else { return nil }
             self = .collection(NodeID(id))
@@ -50,6 +55,7 @@ enum SecretObject: Equatable, Sendable {
     var path: String {
         switch self {
         case .service: SecretObject.root
+        case .directory(let name): "\(SecretObject.root)/\(name)"
         case .collection(let id): "\(SecretObject.root)/collection/\(id.rawValue)"
         case .alias(let name): "\(SecretObject.root)/aliases/\(name)"
         case .item(let collection, let item): "\(SecretObject.root)/collection/\(collection.rawValue)/\(item.rawValue)"
@@ -57,6 +63,8 @@ enum SecretObject: Equatable, Sendable {
         case .prompt(let id): "\(SecretObject.root)/prompt/\(id)"
         }
     }
+
+    static let directories = ["collection", "aliases", "session", "prompt"]
 
     /// An alias name as D-Bus object path elements allow it: `[A-Za-z0-9_]`, not empty.
     static func isValidAlias(_ name: String) -> Bool {

@@ -2,6 +2,7 @@
 /// only that client may run or dismiss it, and it goes when that client leaves the bus.
 struct SecretPrompts {
     static let perClient = 16
+    static let total = 256
 
     enum State: Equatable {
         /// Made, not yet run (Prompt not called).
@@ -23,7 +24,7 @@ struct SecretPrompts {
     private var nextID: UInt64 = 1
 
     mutating func make(owner: String, objects: [String]) throws(BusError) -> UInt64 {
-        guard prompts.values.count(where: { $0.owner == owner }) < SecretPrompts.perClient else {
+        guard prompts.count < SecretPrompts.total, prompts.values.count(where: { $0.owner == owner }) < SecretPrompts.perClient else {
             throw .limitsExceeded("too many prompts waiting; complete or dismiss some first")
         }
         defer { nextID += 1 }
@@ -37,6 +38,10 @@ struct SecretPrompts {
     }
 
     /// Returns the prompts whose command is still running, to be told to throw its answer away.
+    func ids(in state: State) -> [UInt64] {
+        prompts.filter { $0.value.state == state }.map(\.key).sorted()
+    }
+
     mutating func dismissAll(ownedBy owner: String) -> [UInt64] {
         var running: [UInt64] = []
         for (id, prompt) in prompts where prompt.owner == owner {

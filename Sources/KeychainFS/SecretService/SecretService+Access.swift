@@ -6,22 +6,29 @@ import VaultCore
 extension SecretService {
     /// The caller's process, asked of the bus daemon once per connection (a unique name is
     /// never reused). Only the vault's owner, or root, is served at all, as on the mount.
+    /// The process's start time is kept with it: should the process end while a descendant
+    /// keeps its connection, its pid may be another program's, and nothing is served then.
     func identify(_ sender: String) throws(BusError) -> RequestContext {
-        if let known = callers[sender] { return known }
+        if let known = callers[sender] {
+            guard ProcessIdentity(pid: known.context.pid).startTime == known.startTime else {
+                throw .accessDenied("the process that opened this connection has ended")
+            }
+            return known.context
+        }
         let credentials = try bus.credentials(of: sender)
         guard credentials.uid == getuid() || credentials.uid == 0 else {
             throw .accessDenied("only the vault's owner may use this service")
         }
         // The group plays no part in the rules; the service's own stands in.
         let caller = RequestContext(uid: credentials.uid, gid: getgid(), pid: credentials.pid)
-        callers[sender] = caller
+        callers[sender] = (caller, ProcessIdentity(pid: credentials.pid).startTime)
         return caller
     }
 
     /// Judges each group of checks (one group per object a call touches) and calls `then` on
     /// the loop thread with each group's outcome: nil where allowed, else the error. A group
     /// that needs confirmation is asked on a helper thread, so the bus keeps serving while
-    /// the user decides.
+    /// the user decides, and judged again once answered: the rules may have changed meanwhile.
     func authorize(_ groups: [[AccessCheck]], for caller: RequestContext,
                    then: @escaping @Sendable ([VaultError?]) -> Void) {
         var outcomes: [VaultError?] = []
@@ -41,12 +48,18 @@ extension SecretService {
         let waiting = pending
         let decided = outcomes
         let started = HelperThread.start { [self] in
-            var outcomes = decided
+            var answered = decided
             for (index, accesses) in waiting {
-                if let denial = gate.confirm(accesses) { outcomes[index] = .accessDenied(denial) }
+                if let denial = gate.confirm(accesses) { answered[index] = .accessDenied(denial) }
             }
-            let final = outcomes
-            bus.post { then(final) }
+            let confirmed = answered
+            bus.post { [self] in
+                var final = confirmed
+                for (index, _) in waiting where final[index] == nil {
+                    if case .refused(let error) = gate.evaluate(groups[index], caller) { final[index] = error }
+                }
+                then(final)
+            }
         }
         if !started {
             var refused = outcomes
@@ -67,5 +80,13 @@ extension SecretService {
                 if !call.hasReplied { call.replyError(error) }
             }
         }
+    }
+
+    /// Whether a search may show the caller this object: no rule refuses it. One that asks
+    /// for a confirmation lets it be found (the secret's read asks); a dialog for every
+    /// search would be noise.
+    func mayFind(_ checks: [AccessCheck], for caller: RequestContext) -> Bool {
+        if case .refused = gate.evaluate(checks, caller) { return false }
+        return true
     }
 }

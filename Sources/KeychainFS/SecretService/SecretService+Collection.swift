@@ -11,21 +11,32 @@ extension SecretService {
         }
     }
 
-    /// Delete() → o prompt: the dictionary and every item in it, in one transaction.
+    /// Delete() → o prompt: the dictionary and every item in it, in one transaction, if the
+    /// rules let the caller remove each of them, as `rm -r` through the mount would need.
     private func deleteCollection(_ call: BusCall, _ collection: NodeID, _ caller: RequestContext) throws(BusError) {
         try expectSignature(call, "")
         try requireUnlocked()
-        let name = try vaultCall { () throws(VaultError) in try vault.name(of: collection) }
+        let (name, entries) = try vaultCall { () throws(VaultError) in (try vault.name(of: collection), try vault.entries(of: collection)) }
         guard let name else { throw .noSuchObject(call.path) }
-        let checks: [AccessCheck] = [.write(UInt64(NodeID.root.rawValue), name), .write(UInt64(NodeID.root.rawValue))]
+        guard entries.allSatisfy({ $0.node.kind == .item }) else {
+            throw .failed("this collection holds dictionaries: remove them through the mount or with keychainfs rm -r")
+        }
+        let root = UInt64(NodeID.root.rawValue), parent = UInt64(collection.rawValue)
+        let checks: [AccessCheck] = [.list(parent), .write(root, name), .write(root), .write(parent)]
+            + entries.map { .write(parent, $0.name) }
         authorize(call, checks, for: caller) { [self] () throws(BusError) in
-            try vaultCall { () throws(VaultError) in
+            do throws(VaultError) {
+                // By path, whose errors name it: they are replaced by the object's path.
                 try vault.remove(try vault.path(of: collection), recursive: true)
-                mountCache?.dropEntry(name, in: .root)
                 let table = try AliasTable.read(vault)
                 let kept = table.filter { $0.value != collection }
                 if kept.count != table.count { try AliasTable.write(kept, to: vault) }
+            } catch .notFound {
+                throw .noSuchObject(call.path)
+            } catch {
+                throw BusError(error).naming(call.path)
             }
+            mountCache?.dropEntry(name, in: .root)
             refreshModel()
             call.reply { (writer) throws(BusError) in try writer.objectPath(SecretObject.none) }
         }
@@ -46,8 +57,10 @@ extension SecretService {
         try vaultCall { () throws(VaultError) in try vault.checkItemSize(secret.content.count) }
         let attributes = properties.attributes ?? []
         let existing: NodeID? = replace ? try vaultCall { () throws(VaultError) -> NodeID? in
+            // Only an item the caller may read is replaced: a refusal would tell it a match exists.
             for candidate in try vault.findItems(attributes, in: collection)
-            where try vault.attributeNames(of: candidate).count == attributes.count {
+            where try vault.attributeNames(of: candidate).count == attributes.count
+                && mayFind([.read(UInt64(candidate.rawValue))], for: caller) {
                 return candidate
             }
             return nil

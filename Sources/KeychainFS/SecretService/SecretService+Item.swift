@@ -19,6 +19,8 @@ extension SecretService {
         guard let name else { throw .noSuchObject(call.path) }
         let checks: [AccessCheck] = [.write(UInt64(collection.rawValue), name), .write(UInt64(collection.rawValue))]
         authorize(call, checks, for: caller) { [self] () throws(BusError) in
+            // Renamed while the user was asked: what now has the name is not this item.
+            guard let current = try? vault.name(of: item), current == name else { throw .noSuchObject(call.path) }
             _ = try vaultCall { () throws(VaultError) in try vault.remove(named: name, in: collection, kind: .item) }
             mountCache?.dropEntry(name, in: collection)
             refreshModel()

@@ -2,7 +2,8 @@ import VaultCore
 
 /// org.freedesktop.Secret.Prompt: the one prompt this service makes, for Unlock. Completing
 /// it runs the unlock command (`--extpass`) on a helper thread and unlocks with its output,
-/// the same unlock as `keychainfs unlock`; the bus keeps serving meanwhile.
+/// the same unlock as `keychainfs unlock`; the bus keeps serving meanwhile. One command runs
+/// at a time: prompts completed while it runs wait for its outcome (one dialog, not many).
 extension SecretService {
     func promptCall(_ call: BusCall, _ id: UInt64) throws(BusError) {
         guard let prompt = prompts[id] else { throw .noSuchObject(call.path) }
@@ -22,7 +23,6 @@ extension SecretService {
         }
     }
 
-    /// Unlocks with the command's output, off the loop thread.
     private func run(prompt id: UInt64) {
         guard let command = unlockCommand else {
             // Nothing can ask for the passphrase: say so, as a dismissal.
@@ -31,13 +31,15 @@ extension SecretService {
         }
         if !locking.isLocked { return complete(prompt: id, dismissed: false) }
         prompts[id]?.state = .running
+        promptsWaitingForUnlock.withLock { _ = $0.insert(id) }
+        guard !unlockRunning else { return }
+        unlockRunning = true
         let started = HelperThread.start { [self] in
             var unlocked = false
             do throws(VaultError) {
                 let passphrase = try SecretInput.passphrase(file: nil, command: command, prompt: "", confirm: false)
-                // Dismissed meanwhile: the answer is thrown away (the buffer is wiped).
-                let dismissed = abandonedPrompts.withLock { $0.contains(id) }
-                if !dismissed {
+                // Every prompt dismissed meanwhile: the answer is thrown away (the buffer is wiped).
+                if !promptsWaitingForUnlock.withLock({ $0.isEmpty }) {
                     try locking.unlock(passphrase: passphrase)
                     unlocked = true
                 }
@@ -45,21 +47,25 @@ extension SecretService {
                 DaemonLog.unlockPromptFailed(error)
             }
             let succeeded = unlocked
-            bus.post { [self] in
-                abandonedPrompts.withLock { _ = $0.remove(id) }
-                let dismissed = prompts[id]?.state != .running
-                if dismissed { prompts[id] = nil } else { complete(prompt: id, dismissed: !succeeded) }
-                if succeeded { noticeLockChange() }
-            }
+            bus.post { [self] in finishUnlock(succeeded: succeeded) }
         }
-        if !started { complete(prompt: id, dismissed: true) }
+        if !started { finishUnlock(succeeded: false) }
+    }
+
+    /// Every prompt waiting for the command completes with its outcome.
+    private func finishUnlock(succeeded: Bool) {
+        unlockRunning = false
+        promptsWaitingForUnlock.withLock { $0.removeAll() }
+        for id in prompts.ids(in: .running) { complete(prompt: id, dismissed: !succeeded) }
+        for id in prompts.ids(in: .dismissed) { prompts[id] = nil }
+        if succeeded { noticeLockChange() }
     }
 
     private func dismiss(prompt id: UInt64) {
         if prompts[id]?.state == .running {
-            // The command keeps running; its answer is thrown away when it comes.
+            // The command keeps running for the others; this one's answer is not awaited.
             prompts[id]?.state = .dismissed
-            abandonedPrompts.withLock { _ = $0.insert(id) }
+            promptsWaitingForUnlock.withLock { _ = $0.remove(id) }
             emitCompleted(id, dismissed: true, objects: [])
         } else {
             complete(prompt: id, dismissed: true)

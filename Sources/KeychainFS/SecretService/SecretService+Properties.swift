@@ -37,6 +37,7 @@ extension SecretService {
         case .item: SecretService.itemInterface
         case .session: SecretService.sessionInterface
         case .prompt: SecretService.promptInterface
+        case .directory: nil
         }
     }
 
@@ -45,7 +46,7 @@ extension SecretService {
         case .service: [.collections]
         case .collection, .alias: [.items, .label, .locked, .created, .modified]
         case .item: [.locked, .attributes, .label, .type, .created, .modified]
-        case .session, .prompt: []
+        case .session, .prompt, .directory: []
         }
     }
 
@@ -55,7 +56,7 @@ extension SecretService {
         case .item(let collection, let item): try existingItem(item, in: collection)
         case .session(let id): guard sessions.exists(id) else { throw .noSuchObject(call.path) }
         case .prompt(let id): guard prompts[id] != nil else { throw .noSuchObject(call.path) }
-        case .service: break
+        case .service, .directory: break
         }
         var reader = call.arguments()
         switch call.member {
@@ -167,7 +168,9 @@ extension SecretService {
             guard let node else { return try writer.open("a", "{ss}") }
             let attributes = try vaultCall { () throws(VaultError) in try vault.attributes(of: node) }
             try writer.open("a", "{ss}")
-            for attribute in attributes {
+            // A value set through the mount may be any bytes; D-Bus strings are UTF-8 without
+            // NUL. Such an attribute is left out rather than failing the whole reply.
+            for attribute in attributes where attribute.value.withUnsafeBytes(BusWriter.isValidString) {
                 try writer.open("e", "ss")
                 let name = try vaultCall { () throws(VaultError) in try SecureBuffer.copy(of: attribute.name) }
                 try writer.string(secret: name)
@@ -204,6 +207,23 @@ extension SecretService {
             mountCache?.dropNode(node)
             refreshModel()
             call.reply { _ in }
+        }
+    }
+}
+
+extension BusWriter {
+    /// Whether bytes can be sent as a D-Bus string: valid UTF-8 without NUL. Checked on the
+    /// bytes, no String made of them (they may be secret).
+    static func isValidString(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard !bytes.contains(0) else { return false }
+        var decoder = UTF8()
+        var iterator = bytes.makeIterator()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ extension SecretService {
         case "OpenSession": try openSession(call)
         case "CreateCollection": try createCollection(call, caller)
         case "SearchItems": try searchItems(call, in: nil, caller)
-        case "Unlock": try unlock(call)
+        case "Unlock": try unlock(call, caller)
         case "Lock": try lock(call)
         case "GetSecrets": try getSecrets(call, caller)
         case "ReadAlias": try readAlias(call)
@@ -26,6 +26,9 @@ extension SecretService {
         guard alias.isEmpty || SecretObject.isValidAlias(alias) else {
             throw .invalidArgs("an alias is 1 to 64 of A-Z, a-z, 0-9 and _")
         }
+        guard alias.isEmpty || model.aliases[alias] != nil || model.aliases.count < AliasTable.limit else {
+            throw .limitsExceeded("at most \(AliasTable.limit) aliases")
+        }
         if let existing = model.aliases[alias] {
             return call.reply { (writer) throws(BusError) in
                 try writer.objectPath(SecretObject.collection(existing).path)
@@ -40,9 +43,15 @@ extension SecretService {
                 mountCache?.dropEntry(name, in: .root)
                 if properties.label != nil { try vault.setProperty(.label, to: properties.label, of: node.id) }
                 if !alias.isEmpty {
-                    var table = try AliasTable.read(vault)
-                    table[alias] = node.id
-                    try AliasTable.write(table, to: vault)
+                    do throws(VaultError) {
+                        var table = try AliasTable.read(vault)
+                        table[alias] = node.id
+                        try AliasTable.write(table, to: vault)
+                    } catch {
+                        // Not left half made: without its alias, a client would make another.
+                        _ = try? vault.remove(named: name, in: .root, kind: .dictionary)
+                        throw error
+                    }
                 }
                 return node.id
             }
@@ -70,36 +79,34 @@ extension SecretService {
         } catch {
             throw BusError(error)
         }
-        var byCollection: [NodeID: [NodeID]] = [:]
+        var unlocked: [String] = []
+        var locked: [String] = []
+        var listable: [NodeID: Bool] = [:]
         for item in found {
             guard let parent = try? vault.node(item).parent, model.collections[parent] != nil || (try? isCollection(parent)) == true else { continue }
-            byCollection[parent, default: []].append(item)
+            // A collection the caller may not list, or an item it may not read, is not found:
+            // a match would tell it the attribute's value.
+            let mayList = listable[parent] ?? mayFind([.list(UInt64(parent.rawValue))], for: caller)
+            listable[parent] = mayList
+            guard mayList, mayFind([.read(UInt64(item.rawValue))], for: caller) else { continue }
+            let path = SecretObject.item(collection: parent, item: item).path
+            if isLocked(item: item) { locked.append(path) } else { unlocked.append(path) }
         }
-        let grouped = byCollection
-        let collections = grouped.keys.sorted { $0.rawValue < $1.rawValue }
-        let groups = collections.map { [AccessCheck.list(UInt64($0.rawValue))] }
-        authorize(groups, for: caller) { [self] outcomes in
-            var unlocked: [String] = []
-            var locked: [String] = []
-            for (index, collection) in collections.enumerated() where outcomes[index] == nil {
-                for item in grouped[collection]!.sorted(by: { $0.rawValue < $1.rawValue }) {
-                    let path = SecretObject.item(collection: collection, item: item).path
-                    if isLocked(item: item) { locked.append(path) } else { unlocked.append(path) }
-                }
-            }
-            call.reply { (writer) throws(BusError) in
-                try writer.objectPaths(unlocked)
-                if collection == nil { try writer.objectPaths(locked) }
-            }
+        call.reply { (writer) throws(BusError) in
+            try writer.objectPaths(unlocked)
+            if collection == nil { try writer.objectPaths(locked) }
         }
     }
 
     /// Unlock(ao) → (ao unlocked, o prompt): everything at once when the vault is unlocked,
     /// else a prompt that asks for the passphrase.
-    private func unlock(_ call: BusCall) throws(BusError) {
+    private func unlock(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
         try expectSignature(call, "ao")
         var reader = call.arguments()
         let objects = try readObjectPaths(&reader)
+        // Unlocking opens every door: a program the rules keep from the vault's top may not
+        // ask for it (the --extpass command may not ask the user).
+        if case .refused(let error) = gate.evaluate([.list(UInt64(NodeID.root.rawValue))], caller) { throw BusError(error) }
         guard locking.isLocked, !objects.isEmpty else {
             return call.reply { (writer) throws(BusError) in
                 try writer.objectPaths(objects)
@@ -118,12 +125,19 @@ extension SecretService {
         try expectSignature(call, "ao")
         var reader = call.arguments()
         let objects = try readObjectPaths(&reader)
-        locking.lock()
-        noticeLockChange()
-        call.reply { (writer) throws(BusError) in
-            try writer.objectPaths(objects)
-            try writer.objectPath(SecretObject.none)
+        // A lock tells the kernel to drop the mount's caches, which may wait on a request
+        // the mount is still answering: not on the loop thread.
+        let started = HelperThread.start { [self] in
+            locking.lock()
+            bus.post { [self] in
+                noticeLockChange()
+                call.reply { (writer) throws(BusError) in
+                    try writer.objectPaths(objects)
+                    try writer.objectPath(SecretObject.none)
+                }
+            }
         }
+        if !started { throw .failed("cannot start a thread to lock on") }
     }
 
     /// GetSecrets(ao items, o session) → a{o(oayays)}: locked items, items that do not exist
@@ -172,6 +186,9 @@ extension SecretService {
         let name = try reader.string()
         let path = try reader.objectPath()
         guard SecretObject.isValidAlias(name) else { throw .invalidArgs("an alias is 1 to 64 of A-Z, a-z, 0-9 and _") }
+        guard model.aliases[name] != nil || model.aliases.count < AliasTable.limit else {
+            throw .limitsExceeded("at most \(AliasTable.limit) aliases")
+        }
         let target: NodeID? = path == SecretObject.none ? nil : try existingCollection(SecretObject(path: path) ?? .service)
         try requireUnlocked()
         authorize(call, [.write(UInt64(NodeID.root.rawValue))], for: caller) { [self] () throws(BusError) in
@@ -193,10 +210,14 @@ extension SecretService {
         }
     }
 
+    /// At most `objectLimit`: what a call names is kept (a prompt's objects) or walked.
     func readObjectPaths(_ reader: inout BusReader) throws(BusError) -> [String] {
         var paths: [String] = []
         try reader.enter("a", "o")
-        while !reader.atEnd { paths.append(try reader.objectPath()) }
+        while !reader.atEnd {
+            guard paths.count < SecretService.objectLimit else { throw .limitsExceeded("at most \(SecretService.objectLimit) objects in one call") }
+            paths.append(try reader.objectPath())
+        }
         try reader.exit()
         return paths
     }

@@ -12,6 +12,8 @@ import VaultCore
 /// +Properties, +Access.
 final class SecretService: @unchecked Sendable {
     static let busName = "org.freedesktop.secrets"
+    /// Object paths one call may name (GetSecrets, Unlock, Lock).
+    static let objectLimit = 4096
 
     static let serviceInterface = "org.freedesktop.Secret.Service"
     static let collectionInterface = "org.freedesktop.Secret.Collection"
@@ -34,12 +36,16 @@ final class SecretService: @unchecked Sendable {
     // Loop thread only.
     var sessions = TransportSessions()
     var prompts = SecretPrompts()
-    var callers: [String: RequestContext] = [:]
+    /// Each connection's process, and its start time: a pid outlives its process.
+    var callers: [String: (context: RequestContext, startTime: UInt64?)] = [:]
+    /// Whether the unlock command is running: one at a time, every waiting prompt shares it.
+    var unlockRunning = false
     var model = CollectionModel()
     var lastSeenStamp: Vault.ChangeStamp?
     var lastSeenLocked = false
-    /// Prompts dismissed while their command runs: the helper thread running it reads this.
-    let abandonedPrompts = Mutex<Set<UInt64>>([])
+    /// Prompts waiting for the running unlock command; when none is left (dismissed, or their
+    /// clients gone), the command's answer is thrown away. Read by the command's thread.
+    let promptsWaitingForUnlock = Mutex<Set<UInt64>>([])
 
     init(bus: BusConnection, vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?,
          mountCache: (any MountCache)?) {
@@ -55,13 +61,13 @@ final class SecretService: @unchecked Sendable {
     func handle(_ call: BusCall) {
         do throws(BusError) {
             guard let object = SecretObject(path: call.path) else { throw .unknownObject(call.path) }
+            let caller = try identify(call.sender)
             if call.interface == SecretService.introspectableInterface {
                 guard call.member == "Introspect", call.signature.isEmpty else { throw .unknownMethod("\(call.interface).\(call.member)") }
                 let xml = try Introspection.xml(for: object, children: try children(of: object))
                 call.reply { (writer) throws(BusError) in try writer.string(xml) }
                 return
             }
-            let caller = try identify(call.sender)
             if call.interface == SecretService.propertiesInterface {
                 return try properties(call, object, caller)
             }
@@ -69,6 +75,8 @@ final class SecretService: @unchecked Sendable {
             case .service:
                 try expect(call, SecretService.serviceInterface)
                 try serviceCall(call, caller)
+            case .directory:
+                throw .unknownMethod("\(call.path) only holds other objects")
             case .collection, .alias:
                 try expect(call, SecretService.collectionInterface)
                 try collectionCall(call, try existingCollection(object), caller)
@@ -107,8 +115,8 @@ final class SecretService: @unchecked Sendable {
     func peerVanished(_ name: String) {
         callers[name] = nil
         sessions.closeAll(ownedBy: name)
-        let running = prompts.dismissAll(ownedBy: name)
-        abandonedPrompts.withLock { $0.formUnion(running) }
+        let abandoned = prompts.dismissAll(ownedBy: name)
+        promptsWaitingForUnlock.withLock { $0.subtract(abandoned) }
     }
 
     /// The collection an object path stands for (an alias resolves to its collection).
@@ -142,7 +150,11 @@ final class SecretService: @unchecked Sendable {
     private func children(of object: SecretObject) throws(BusError) -> [String] {
         switch object {
         case .service:
-            return ["collection", "aliases", "session", "prompt"]
+            return SecretObject.directories
+        case .directory("collection"):
+            return model.sortedCollections.map { String($0.rawValue) }
+        case .directory("aliases"):
+            return model.aliases.keys.sorted()
         case .collection(let id):
             return (model.collections[id]?.items.keys.map { String($0.rawValue) } ?? []).sorted()
         default:
