@@ -45,7 +45,7 @@ public final class Vault: Sendable {
             try storage.setFormatVersion(VaultFormat.version)
             try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit,
                                                  mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit,
-                                                                       oldestFormat: VaultFormat.oldestSealedVersion)),
+                                                                       oldestFormat: VaultFormat.version)),
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
             try storage.setRulesMAC(cipher.rulesMAC([]))
             try storage.upsertKeySlot(slot)
@@ -63,8 +63,12 @@ public final class Vault: Sendable {
 
     /// Opens an existing vault with a passphrase.
     public static func open(at path: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
-        let (storage, version) = try openStorage(at: path)
-        let (vaultID, itemSizeLimit, storedMAC) = try readHeader(storage)
+        let storage = try SQLiteStorage.open(at: path)
+        // In one read: another process may upgrade the vault in between, which would make a
+        // version read before its header look set back.
+        let (version, (vaultID, itemSizeLimit, storedMAC)) = try storage.read { () throws(VaultError) in
+            (try checkedVersion(of: storage, at: path), try readHeader(storage))
+        }
         var unlockedMaster: SecureBuffer? = nil
         var unlockedSlot: Int64 = 0
         let slots = try storage.keySlots()
@@ -81,10 +85,16 @@ public final class Vault: Sendable {
         }
         guard let master = unlockedMaster.take() else { throw .wrongPassphrase }
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
-        if cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: VaultFormat.oldestSealedVersion) {
-            // Sealed as format 4 or later: a lower version number was written by someone else.
-            guard version >= VaultFormat.oldestSealedVersion else {
+        if let sealed = VaultFormat.sealedVersions.first(where: {
+            cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: $0)
+        }) {
+            // Sealed as format 4 or later: another version number was written by someone else
+            // (an upgrade writes the number and the MAC in one transaction).
+            guard version >= sealed else {
                 throw .integrityFailure("vault header (the format version was set back to \(version))")
+            }
+            guard version == sealed else {
+                throw .integrityFailure("vault header (the format version was set to \(version), sealed as \(sealed))")
             }
         } else if !cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: nil) || version >= VaultFormat.oldestSealedVersion {
             throw .integrityFailure("vault header")
@@ -115,12 +125,16 @@ public final class Vault: Sendable {
     /// The vault's storage and format version, once that is one this code reads or upgrades.
     private static func openStorage(at path: String) throws(VaultError) -> (any VaultStorage, Int) {
         let storage = try SQLiteStorage.open(at: path)
+        return (storage, try checkedVersion(of: storage, at: path))
+    }
+
+    private static func checkedVersion(of storage: any VaultStorage, at path: String) throws(VaultError) -> Int {
         let version = try storage.formatVersion()
         guard version <= VaultFormat.version else {
             throw .unknownFormatVersion(found: version, supported: VaultFormat.version)
         }
         guard version >= VaultFormat.oldestUpgradable else { throw .notAVault(path: path, reason: "format version \(version)") }
-        return (storage, version)
+        return version
     }
 
     private static func readHeader(_ storage: any VaultStorage) throws(VaultError) -> ([UInt8], Int, [UInt8]) {

@@ -142,7 +142,7 @@ import Testing
         sqlite3_close(db)
         let result = try f.cli(["get", "x"])
         #expect(result.exitStatus == .unusableVault)
-        #expect(result.stderr.contains("vault format version 7 is newer than this keychainfs supports (4)"))
+        #expect(result.stderr.contains("vault format version 7 is newer than this keychainfs supports (5)"))
     }
 
     @Test func verifyNamesTheDamagedPath() throws {

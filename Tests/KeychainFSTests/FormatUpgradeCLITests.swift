@@ -3,9 +3,17 @@ import CSQLite
 import Foundation
 import Testing
 
-/// Tests/Fixtures: a vault of format version 1 made by the last release before version 2.
+/// Tests/Fixtures: vaults of format versions 1 and 4 made by the last commits before versions 2 and 5.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures").path
+
+/// As someone with the file would do it, outside keychainfs.
+private func setFormatVersion(_ file: String, _ version: Int) {
+    var db: OpaquePointer?
+    precondition(sqlite3_open(file, &db) == SQLITE_OK)
+    defer { sqlite3_close(db) }
+    precondition(sqlite3_exec(db, "PRAGMA user_version = \(version)", nil, nil, nil) == SQLITE_OK)
+}
 
 private func formatVersion(_ file: String) -> Int64 {
     var db: OpaquePointer?
@@ -33,7 +41,7 @@ private func formatVersion(_ file: String) -> Int64 {
         let token = try cli(vault, ["get", "app/token"])
         #expect(token.exitStatus == .success, "\(token.stderr)")
         #expect(token.stdoutText == "ghp_fixtureToken123")
-        #expect(formatVersion(vault) == 4)
+        #expect(formatVersion(vault) == 5)
         #expect(try cli(vault, ["get", "app/nested/deep/big"]).stdout == Data(repeating: 0x78, count: 5000))
         #expect(try cli(vault, ["get", "unicode/n\\xc3\\xa4me with spaces"]).stdoutText == "héllo wörld\n")
         #expect(try cli(vault, ["ls"]).stdoutText == "app/\nempty-dict/\ntop\nunicode/\n")
@@ -49,7 +57,7 @@ private func formatVersion(_ file: String) -> Int64 {
 
         let full = try cli(vault, ["get", "top"])
         #expect(full.exitStatus == .storage)
-        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 4"), "\(full.stderr)")
+        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 5"), "\(full.stderr)")
         #expect(full.stderr.contains("still format version 1"), "\(full.stderr)")
         #expect(formatVersion(vault) == 1)
 
@@ -57,6 +65,34 @@ private func formatVersion(_ file: String) -> Int64 {
         let after = try cli(vault, ["get", "top"])
         #expect(after.exitStatus == .success, "\(after.stderr)")
         #expect(after.stdoutText == "root item")
-        #expect(formatVersion(vault) == 4)
+        #expect(formatVersion(vault) == 5)
+    }
+
+    /// A vault of 4 is upgraded to 5 before its first label is stored; `verify` then finds
+    /// nothing wrong, and the number can be neither set back nor read by code of an older format.
+    @Test func aVersion4VaultTakesLabelsAtFormat5AndKeepsThatNumber() throws {
+        let f = try CLIFixture(create: false)
+        let vault = f.directory + "/v4.vault"
+        try FileManager.default.copyItem(atPath: fixtures + "/v4.vault", toPath: vault)
+
+        let label = try cli(vault, ["label", "app/token", "GitHub token"])
+        #expect(label.exitStatus == .success, "\(label.stderr)")
+        #expect(formatVersion(vault) == 5)
+        #expect(try cli(vault, ["label", "app/token"]).stdoutText == "GitHub token")
+        #expect(try cli(vault, ["get", "app/token"]).stdoutText == "ghp_v4FixtureToken")
+        #expect(try cli(vault, ["attr", "mail/work/password", "service"]).stdoutText == "mail")
+        let verify = try cli(vault, ["verify"])
+        #expect(verify.exitStatus == .success, "\(verify.stdoutText) \(verify.stderr)")
+
+        setFormatVersion(vault, 4)
+        let setBack = try cli(vault, ["verify"])
+        #expect(setBack.exitStatus == .integrityFailure)
+        #expect(setBack.stderr.contains("the format version was set back to 4"), "\(setBack.stderr)")
+
+        setFormatVersion(vault, 6)
+        let newer = try cli(vault, ["get", "app/token"])
+        #expect(newer.exitStatus == .unusableVault)
+        #expect(newer.stderr.contains("vault format version 6 is newer than this keychainfs supports (5)"), "\(newer.stderr)")
+        #expect(formatVersion(vault) == 6)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 
-/// Tests/Fixtures: vaults of format versions 1 and 2 made by the last commits before versions 2 and 3.
+/// Tests/Fixtures: vaults of format versions 1, 2 and 4 made by the last commits before versions 2, 3 and 5.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures").path
 
@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 4
+let currentFormat: Int64 = 5
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -300,25 +300,117 @@ private final class TinyFilesystem {
         #expect(try reopened.verify().isEmpty)
     }
 
-    @Test func aVersion2UpgradeThatCannotBeWrittenLeavesVersion2() throws {
+    @Test(arguments: [2, 4])
+    func anUpgradeThatCannotBeWrittenLeavesTheOlderVersion(version: Int64) throws {
         let tiny = try TinyFilesystem(size: "256k")
-        let file = tiny.mountpoint + "/v2.vault"
-        try copyFixture(to: file, version: 2)
+        let file = tiny.mountpoint + "/v\(version).vault"
+        try copyFixture(to: file, version: Int(version))
         let before = fileBytes(file)
         let filler = try tiny.fill()
         let passphrase = try fixturePassphrase()
         do throws(VaultError) {
             _ = try Vault.open(at: file, passphrase: passphrase)
             Issue.record("the upgrade succeeded on a full disk")
-        } catch .formatUpgradeFailed(_, let version, let target, _) {
-            #expect(version == 2 && Int64(target) == currentFormat)
+        } catch .formatUpgradeFailed(_, let found, let target, _) {
+            #expect(Int64(found) == version && Int64(target) == currentFormat)
         } catch {
             Issue.record("failed with \(error), not formatUpgradeFailed")
         }
         #expect(fileBytes(file) == before)
-        #expect(formatVersion(file) == 2)
+        #expect(formatVersion(file) == version)
         try FileManager.default.removeItem(atPath: filler)
         _ = try Vault.open(at: file, passphrase: try fixturePassphrase())
         #expect(formatVersion(file) == currentFormat)
+    }
+
+    /// Every record of the file, sealed as it is: what an upgrade that re-encrypts nothing keeps.
+    private func records(_ file: String) -> [[UInt8]] {
+        let columns = [
+            ("nodes", "id", ["parent", "kind", "incarnation", "name_tag", "name", "attributes", "coalesce(content, x'')"]),
+            ("attributes", "node", ["tag", "search_tag", "name", "value"]),
+            ("rules", "node", ["sealed"]),
+            ("access_log", "sequence", ["first_time", "last_time", "entries", "sealed"]),
+            ("key_slots", "id", ["kdf_algorithm", "kdf_opslimit", "kdf_memlimit", "salt", "wrapped_master_key"]),
+            ("vault", "singleton", ["vault_id", "item_size_limit", "next_node_id", "rules_mac"]),
+        ]
+        return withRawDatabase(file) { db in
+            columns.flatMap { table, key, values in
+                values.flatMap { value in
+                    rawBlobs(db, "SELECT \(key), CAST(\(value) AS BLOB) FROM \(table) ORDER BY \(key), CAST(\(value) AS BLOB)")
+                        .map { withUnsafeBytes(of: $0.0) { Array($0) } + $0.1 }
+                }
+            }
+        }
+    }
+
+    private func headerMAC(_ file: String) -> [UInt8] {
+        withRawDatabase(file) { rawBlobs($0, "SELECT 1, header_mac FROM vault") }.first?.1 ?? []
+    }
+
+    /// 4 -> 5: the number and the header's MAC change, in the transaction of every upgrade;
+    /// no record does (a vault of 4 has no item properties).
+    @Test func aVersion4VaultIsUpgradedTo5AndKeepsItsRecords() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 4)
+        #expect(formatVersion(scratch.vaultPath) == 4)
+        let before = records(scratch.vaultPath)
+        #expect(before.count > 30)
+        let macBefore = headerMAC(scratch.vaultPath)
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == 5)
+        #expect(records(scratch.vaultPath) == before)
+        #expect(headerMAC(scratch.vaultPath).count == macBefore.count && headerMAC(scratch.vaultPath) != macBefore)
+
+        #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v4FixtureToken".utf8))
+        #expect(try vault.read(path("app/session")).testBytes == Array("s".utf8))
+        #expect(try vault.node(at: path("app/session")).attributes.accessibility == .afterFirstUnlock)
+        #expect(try vault.read(path("mail/work/password")).testBytes == Array("pw4".utf8))
+        #expect(try vault.attribute(try AttributeName("service"), at: path("mail/work/password")).testBytes == Array("mail".utf8))
+        #expect(try listing(vault, "") == ["app/", "empty-dict/", "mail/"])
+        #expect(try vault.ruleSets().map(\.path) == [path("app")])
+        #expect(try vault.accessLog().problems.isEmpty)
+        #expect(try vault.verify().isEmpty)
+
+        let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(records(scratch.vaultPath) == before)
+        #expect(try reopened.verify().isEmpty)
+    }
+
+    /// The number and the MAC go together: an upgraded vault set back to 4, or a vault of 4
+    /// numbered 5 by hand (never upgraded), is refused as tampered.
+    @Test func aVersion4VaultsNumberAndHeaderAreOnlyAcceptedTogether() throws {
+        let upgraded = Scratch()
+        try copyFixture(to: upgraded.vaultPath, version: 4)
+        _ = try Vault.open(at: upgraded.vaultPath, passphrase: try fixturePassphrase())
+        withRawDatabase(upgraded.vaultPath) { rawExec($0, "PRAGMA user_version = 4") }
+        #expect(throws: VaultError.integrityFailure("vault header (the format version was set back to 4)")) {
+            try Vault.open(at: upgraded.vaultPath, passphrase: try fixturePassphrase())
+        }
+        #expect(formatVersion(upgraded.vaultPath) == 4)
+
+        let renumbered = Scratch()
+        try copyFixture(to: renumbered.vaultPath, version: 4)
+        withRawDatabase(renumbered.vaultPath) { rawExec($0, "PRAGMA user_version = 5") }
+        #expect(throws: VaultError.integrityFailure("vault header (the format version was set to 5, sealed as 4)")) {
+            try Vault.open(at: renumbered.vaultPath, passphrase: try fixturePassphrase())
+        }
+    }
+
+    /// Item properties need the keys, and every way to the keys (`create`, `open`, `unlock`)
+    /// goes through the upgrade: a vault of 4 opened locked takes none, and is at 5 once unlocked.
+    @Test func aVersion4VaultTakesPropertiesOnlyOnceUpgraded() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 4)
+        let vault = try Vault.openLocked(at: scratch.vaultPath)
+        #expect(throws: VaultError.locked) { try vault.setProperty(.label, to: secret("Vault"), of: .root) }
+        #expect(formatVersion(scratch.vaultPath) == 4)
+
+        try vault.unlock(passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == 5)
+        try vault.setProperty(.label, to: secret("GitHub token"), at: path("app/token"))
+        let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(try reopened.property(.label, at: path("app/token"))?.testBytes == Array("GitHub token".utf8))
+        #expect(try reopened.verify().isEmpty)
     }
 }

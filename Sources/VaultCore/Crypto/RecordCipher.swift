@@ -124,10 +124,11 @@ final class RecordCipher: Sendable {
         return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
     }
 
-    /// The header's MAC. From format 4 on it also binds the oldest format version the vault may
-    /// be read as (`VaultFormat.oldestSealedVersion`): SQLite's user_version is not sealed, and
-    /// a vault set back to version 3 with its newer tables dropped would otherwise be upgraded
-    /// again, its access rules and log gone. Older vaults' MACs bind none (nil).
+    /// The header's MAC. From format 4 on (`VaultFormat.oldestSealedVersion`) it also binds the
+    /// oldest format version the vault may be read as, its own: SQLite's user_version is not
+    /// sealed, and a vault set back to version 3 with its newer tables dropped would otherwise be
+    /// upgraded again, its access rules and log gone, and one set back to 4 would be read by
+    /// format 4 code, which takes item properties for damage. Older vaults' MACs bind none (nil).
     func headerMAC(itemSizeLimit: Int, oldestFormat: Int?) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("header".utf8) + vaultID
         message.appendLittleEndian(UInt64(VaultFormat.applicationID))

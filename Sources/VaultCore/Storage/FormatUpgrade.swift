@@ -12,6 +12,7 @@ struct FormatUpgrade: Sendable {
         // 2 -> 3: the storage adds the table of a node's attributes (empty); no record changes.
         FormatUpgrade(target: 3, run: { _ in }),
         FormatUpgrade(target: 4, run: upgradeTo4),
+        FormatUpgrade(target: 5, run: upgradeTo5),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -23,14 +24,20 @@ struct FormatUpgrade: Sendable {
         try addAccessRules(store)
         try createAccessLogIn4(store)
         try upgradeClassesTo4(store)
-        try sealFormatInHeader(store)
+        try sealFormatInHeader(store, as: 4)
     }
 
-    /// From 4 on, the header's MAC binds the format, so the vault is never read as older.
-    private static func sealFormatInHeader(_ store: NodeStore) throws(VaultError) {
+    /// 4 -> 5. A vault of 4 holds no item properties, so no record changes; the new number is
+    /// what makes format 4 code refuse the vault once it may hold them, and the header's MAC
+    /// binds it so that setting it back to 4 is caught.
+    private static func upgradeTo5(_ store: NodeStore) throws(VaultError) {
+        try sealFormatInHeader(store, as: 5)
+    }
+
+    /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.
+    private static func sealFormatInHeader(_ store: NodeStore, as version: Int) throws(VaultError) {
         guard let header = try store.storage.header() else { throw .integrityFailure("vault header") }
-        try store.storage.updateHeaderMAC(store.cipher.headerMAC(itemSizeLimit: header.itemSizeLimit,
-                                                                 oldestFormat: VaultFormat.oldestSealedVersion))
+        try store.storage.updateHeaderMAC(store.cipher.headerMAC(itemSizeLimit: header.itemSizeLimit, oldestFormat: version))
     }
 
     /// The accessibility classes' part of format 4 (layout detection only).

@@ -6,10 +6,15 @@ enum VaultFormat {
     /// 4: access rules (a sealed record per ruled node and a MAC over all of them), the access
     ///    log (sealed batches) and accessibility classes (attributes records of layout 3; older
     ///    ones still read).
-    static let version = 4
-    /// The version from which the header's MAC binds the format (see `RecordCipher.headerMAC`):
-    /// a vault whose MAC says so is never read as an older version.
+    /// 5: item properties (`ItemProperty`), attributes under reserved names that format 4 code
+    ///    would report as damage: the records do not change, the number does, so such code
+    ///    refuses the vault as newer instead.
+    static let version = 5
+    /// The version from which the header's MAC binds the format version (see
+    /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     static let oldestSealedVersion = 4
+    /// The versions a header's MAC may bind, one of which it binds from `oldestSealedVersion` on.
+    static let sealedVersions = oldestSealedVersion ... version
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.

@@ -73,7 +73,8 @@ enum SQLiteSchema {
 
     /// What the tables need to reach each format version from the one before, by target
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
-    /// the table of attributes; version 4 the access rules and the access log.
+    /// the table of attributes; version 4 the access rules and the access log; version 5 none
+    /// (item properties are rows of the attributes table).
     static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable]
 
     /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
