@@ -1,6 +1,6 @@
 """The benchmark behind scripts/bench. Every figure is a median of several runs taken in
 turn (tmpfs, gocryptfs, KeychainFS, tmpfs, ...) so drift on a shared machine hits all alike."""
-import argparse, datetime, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, platform, shlex, shutil, statistics, subprocess, sys, tempfile, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("keychainfs")
@@ -8,6 +8,9 @@ parser.add_argument("--runs", type=int, default=5)
 parser.add_argument("--quick", action="store_true")
 parser.add_argument("--secrets", type=int, default=2000)
 parser.add_argument("--workloads-only", action="store_true", help="skip mount times and vault sizes")
+parser.add_argument("--secret-service-only", action="store_true",
+                    help="only the Secret Service section: secret-tool lookups against KeychainFS and gnome-keyring, cat through the mount")
+parser.add_argument("--lookups", type=int, default=1000, help="calls per run in the Secret Service section")
 args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -15,15 +18,16 @@ work = tempfile.mkdtemp(prefix="keychainfs-bench.")
 PW = os.path.join(work, "pw")
 open(PW, "w").write("benchmark passphrase\n")
 mounted = []
+daemons = []  # subprocess.Popen of every daemon the bench started and has not stopped yet
 
 
 def sh(command, **kw):
     return subprocess.run(command, shell=isinstance(command, str), check=True, capture_output=True, text=True, **kw)
 
 
-def timed(command):
+def timed(command, **kw):
     start = time.perf_counter()
-    sh(command)
+    sh(command, **kw)
     return time.perf_counter() - start
 
 
@@ -31,12 +35,15 @@ def cleanup():
     for mountpoint in reversed(mounted):
         subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True)
         subprocess.run(["umount", "-l", mountpoint], capture_output=True)
+    # After the mounts: a KeychainFS daemon serving the Secret Service is a client of a bus here.
+    for daemon in reversed(daemons[:]):
+        stop_daemon(daemon)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def kfs_mount(vault, mountpoint, kdf="interactive", extra=()):
+def kfs_mount(vault, mountpoint, kdf="interactive", extra=(), env=None):
     os.makedirs(mountpoint, exist_ok=True)
-    sh([KFS, "mount", "--vault", vault, "--passphrase-file", PW, "--kdf", kdf, *extra, mountpoint])
+    sh([KFS, "mount", "--vault", vault, "--passphrase-file", PW, "--kdf", kdf, *extra, mountpoint], env=env)
     mounted.append(mountpoint)
 
 
@@ -85,13 +92,16 @@ delete_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s
 results = {}  # (workload, system) -> [seconds]
 logging_cost = {}  # "on"/"off" -> [seconds of `cat all`], access log on (default) and off
 sized = {}  # items -> (populate seconds, mount seconds, RSS MiB, set seconds)
+commit_us = {}  # "FULL"/"NORMAL" -> µs of one SQLite WAL commit with and without its fdatasync
+lookups = {}  # (call, system) -> [seconds of args.lookups calls]
+unavailable = {}  # system -> why it could not be measured
 
 
 def record(workload, system, seconds):
     results.setdefault((workload, system), []).append(seconds)
 
 
-try:
+def filesystem_workloads():
     # The three filesystems.
     tmpfs = os.path.join(work, "tmpfs")
     os.makedirs(tmpfs)
@@ -123,64 +133,68 @@ try:
         sh(["bash", "-c", create_echo % d])
         logging_cost.setdefault("off", []).append(timed("cat %s/* > /dev/null" % d))
         logging_cost.setdefault("on", []).append(results[("cat all", "keychainfs")][-1])
+    return kfs
 
-    if not args.workloads_only:  # a quick look while working on the filesystem
-        # Mount times: with the KDF as configured by default, and with a cheap one.
-        gocryptfs_init("gcipher-cheap", "-scryptn", "10")
-        sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
-        for run in range(args.runs):
-            for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
-                mp = os.path.join(work, "m-g")
-                start = time.perf_counter(); gocryptfs_mount(os.path.join(work, cipher), mp); record(label, "gocryptfs", time.perf_counter() - start)
-                unmount(mp)
-            for label, vault in [("mount (default KDF)", "moderate.vault"), ("mount (cheap KDF)", "bench.vault")]:
-                mp = os.path.join(work, "m-k")
-                if vault == "bench.vault":
-                    kfs_unmount(kfs)
-                start = time.perf_counter(); kfs_mount(os.path.join(work, vault), mp); record(label, "keychainfs", time.perf_counter() - start)
-                kfs_unmount(mp)
-                if vault == "bench.vault":
-                    kfs_mount(os.path.join(work, "bench.vault"), kfs)
 
-        # Size of the vault: mount time, daemon RSS, `set` latency.
-        sizes = [1000, 10000] if args.quick else [10000, 100000]
-        populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
-                    " os.makedirs(d,exist_ok=True)\n fd=os.open(os.path.join(d,'s%d'%i),os.O_WRONLY|os.O_CREAT,0o600); os.write(fd,b'%063d\\n'%i); os.close(fd)\n")
-        # One attribute per item, through the mount as a user sets them: service=svcK where
-        # K = (i + i // 100) % 100, so each value is on 1 % of the items (one of the first 100
-        # already), spread over every dictionary.
-        # Exits 3 when the mount has no extended attributes (a driver without them).
-        label = ("import errno,os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n"
-                 " try: os.setxattr(os.path.join(root,'d%d'%(i%100),'s%d'%i),'user.service',b'svc%d'%((i+i//100)%100))\n"
-                 " except OSError as e:\n  if e.errno in (errno.ENOTSUP,errno.ENOSYS): sys.exit(3)\n  raise\n")
-        for size in [100] + sizes:
-            vault = os.path.join(work, "items%d.vault" % size)
-            sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
-            mp = os.path.join(work, "sized")
-            kfs_mount(vault, mp)
-            populate_seconds = timed(["python3", "-c", populate, mp, str(size)])
-            start = time.perf_counter()
-            labelled = subprocess.run(["python3", "-c", label, mp, str(size)], capture_output=True, text=True)
-            label_seconds = time.perf_counter() - start if labelled.returncode == 0 else None
-            if labelled.returncode not in (0, 3):
-                raise RuntimeError("setting attributes failed: " + labelled.stderr)
+def mount_times_and_vault_sizes(kfs):
+    # Mount times: with the KDF as configured by default, and with a cheap one.
+    gocryptfs_init("gcipher-cheap", "-scryptn", "10")
+    sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
+    for run in range(args.runs):
+        for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
+            mp = os.path.join(work, "m-g")
+            start = time.perf_counter(); gocryptfs_mount(os.path.join(work, cipher), mp); record(label, "gocryptfs", time.perf_counter() - start)
+            unmount(mp)
+        for label, vault in [("mount (default KDF)", "moderate.vault"), ("mount (cheap KDF)", "bench.vault")]:
+            mp = os.path.join(work, "m-k")
+            if vault == "bench.vault":
+                kfs_unmount(kfs)
+            start = time.perf_counter(); kfs_mount(os.path.join(work, vault), mp); record(label, "keychainfs", time.perf_counter() - start)
             kfs_unmount(mp)
-            mounts, rss = [], []
-            for run in range(args.runs):
-                start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
-                sh("ls -R %s > /dev/null" % mp)
-                rss.append(rss_mib(daemon_pid(mp)))
-                kfs_unmount(mp)
-            sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
-            finds = None
-            if label_seconds is not None:
-                finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
-                                          for run in range(args.runs))
-            sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds)
+            if vault == "bench.vault":
+                kfs_mount(os.path.join(work, "bench.vault"), kfs)
+
+    # Size of the vault: mount time, daemon RSS, `set` latency.
+    sizes = [1000, 10000] if args.quick else [10000, 100000]
+    populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
+                " os.makedirs(d,exist_ok=True)\n fd=os.open(os.path.join(d,'s%d'%i),os.O_WRONLY|os.O_CREAT,0o600); os.write(fd,b'%063d\\n'%i); os.close(fd)\n")
+    # One attribute per item, through the mount as a user sets them: service=svcK where
+    # K = (i + i // 100) % 100, so each value is on 1 % of the items (one of the first 100
+    # already), spread over every dictionary.
+    # Exits 3 when the mount has no extended attributes (a driver without them).
+    label = ("import errno,os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n"
+             " try: os.setxattr(os.path.join(root,'d%d'%(i%100),'s%d'%i),'user.service',b'svc%d'%((i+i//100)%100))\n"
+             " except OSError as e:\n  if e.errno in (errno.ENOTSUP,errno.ENOSYS): sys.exit(3)\n  raise\n")
+    for size in [100] + sizes:
+        vault = os.path.join(work, "items%d.vault" % size)
+        sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
+        mp = os.path.join(work, "sized")
+        kfs_mount(vault, mp)
+        populate_seconds = timed(["python3", "-c", populate, mp, str(size)])
+        start = time.perf_counter()
+        labelled = subprocess.run(["python3", "-c", label, mp, str(size)], capture_output=True, text=True)
+        label_seconds = time.perf_counter() - start if labelled.returncode == 0 else None
+        if labelled.returncode not in (0, 3):
+            raise RuntimeError("setting attributes failed: " + labelled.stderr)
+        kfs_unmount(mp)
+        mounts, rss = [], []
+        for run in range(args.runs):
+            start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
+            sh("ls -R %s > /dev/null" % mp)
+            rss.append(rss_mib(daemon_pid(mp)))
+            kfs_unmount(mp)
+        sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
+        finds = None
+        if label_seconds is not None:
+            finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
+                                      for run in range(args.runs))
+        sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds)
+
+
+def durable_commit_cost():
     # What one durable commit costs on this disk, the floor under every store KeychainFS
     # acknowledges: the same SQLite WAL update with and without its fdatasync.
     import sqlite3
-    commit_us = {}
     for sync in ("NORMAL", "FULL"):
         probe = os.path.join(work, "commit-%s.db" % sync)
         db = sqlite3.connect(probe, isolation_level=None)
@@ -195,6 +209,173 @@ try:
             db.execute("commit")
         commit_us[sync] = (time.perf_counter() - start) / 500 * 1e6
         db.close()
+
+
+# The Secret Service section: one item, looked up args.lookups times per run by secret-tool
+# over D-Bus (KeychainFS, then gnome-keyring, each on a bus of its own) and read as many times
+# by cat through the mount. Each figure is one `sh -c` loop, so every call pays the same
+# process start; /bin/true in the same loop shows what that start alone costs.
+SS_LABEL = "bench-token"
+SS_SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+SS_ATTRIBUTES = ["bench", "lookup"]
+# The stock session bus's policy (everything may be sent and received, every name owned)
+# with nothing to activate: on the stock configuration a lookup made before KeychainFS owns
+# org.freedesktop.secrets would start the machine's gnome-keyring there.
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=%s/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class Unavailable(Exception):
+    """A system the section cannot measure here, and why (printed in its row)."""
+
+
+def start_daemon(argv, **kw):
+    daemon = subprocess.Popen(argv, **kw)
+    daemons.append(daemon)
+    return daemon
+
+
+def stop_daemon(daemon):
+    if daemon.poll() is None:
+        daemon.terminate()
+    try:
+        daemon.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    daemons.remove(daemon)
+
+
+def private_bus(name):
+    """A dbus-daemon of the bench's own, never the machine's session bus; returns the daemon and
+    an environment whose session bus it is. Its only descriptors beyond /dev/null are the pipe it
+    prints its address to (closed here once read)."""
+    directory = os.path.join(work, name)
+    os.makedirs(directory)
+    config = os.path.join(directory, "bus.conf")
+    open(config, "w").write(BUS_CONFIG % directory)
+    read_end, write_end = os.pipe()
+    try:
+        bus = start_daemon(["dbus-daemon", "--config-file=" + config, "--nofork", "--print-address=%d" % write_end],
+                           pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        address = pipe.readline().decode().strip()
+    if not address:
+        raise RuntimeError("dbus-daemon printed no address (exit status %s)" % bus.poll())
+    return bus, dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address)
+
+
+def wait_for_secret_service(env, owner, within=15):
+    """Until org.freedesktop.secrets has an owner on env's bus; owner is the process that should
+    take it (its exit ends the wait)."""
+    deadline = time.monotonic() + within
+    while True:
+        probe = subprocess.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"], env=env, capture_output=True, text=True)
+        if "boolean true" in probe.stdout:
+            return
+        if owner is not None and owner.poll() is not None:
+            raise Unavailable("exited with status %d before owning org.freedesktop.secrets" % owner.returncode)
+        if time.monotonic() > deadline:
+            raise Unavailable("no owner of org.freedesktop.secrets after %d s" % within)
+        time.sleep(0.05)
+
+
+def store_and_check(env):
+    """Stores the item with secret-tool and looks it up once: a store or lookup that fails here
+    would time failures."""
+    stored = subprocess.run(["secret-tool", "store", "--label=" + SS_LABEL, *SS_ATTRIBUTES], input=SS_SECRET, env=env,
+                            capture_output=True, text=True, timeout=60)
+    if stored.returncode != 0:
+        raise Unavailable("`secret-tool store` failed (%d): %s" % (stored.returncode, stored.stderr.strip()))
+    looked = subprocess.run(["secret-tool", "lookup", *SS_ATTRIBUTES], env=env, capture_output=True, text=True, timeout=60)
+    if looked.returncode != 0 or looked.stdout != SS_SECRET:
+        raise Unavailable("`secret-tool lookup` gave %r (%d): %s" % (looked.stdout, looked.returncode, looked.stderr.strip()))
+
+
+def start_gnome_keyring(bus_env):
+    """gnome-keyring-daemon (secrets only) on bus_env's bus, HOME and the XDG directories in a
+    fresh directory so --unlock creates a new `login` keyring with the passphrase on stdin."""
+    if shutil.which("gnome-keyring-daemon") is None:
+        raise Unavailable("gnome-keyring-daemon is not installed (Debian package gnome-keyring)")
+    home = os.path.join(work, "gnome-keyring-home")
+    runtime = os.path.join(home, "run")
+    os.makedirs(runtime, mode=0o700)
+    env = dict(bus_env, HOME=home, XDG_DATA_HOME=os.path.join(home, "data"), XDG_CONFIG_HOME=os.path.join(home, "config"),
+               XDG_CACHE_HOME=os.path.join(home, "cache"), XDG_RUNTIME_DIR=runtime)
+    log_path = os.path.join(home, "daemon.log")
+    with open(log_path, "wb") as log:
+        daemon = start_daemon(["gnome-keyring-daemon", "--foreground", "--components=secrets", "--unlock"],
+                              stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env)
+    daemon.stdin.write(open(PW, "rb").read().rstrip(b"\n"))
+    daemon.stdin.close()
+    try:
+        wait_for_secret_service(env, daemon)
+        store_and_check(env)
+    except Unavailable as why:
+        said = open(log_path, errors="replace").read().strip().splitlines()
+        raise Unavailable("gnome-keyring-daemon " + str(why) + ("; it said: " + " / ".join(said[-3:]) if said else ""))
+    return daemon, env
+
+
+def call_loop(command):
+    """sh -c running command args.lookups times; the first failure fails the run."""
+    return 'i=0; while [ "$i" -lt %d ]; do %s >/dev/null || exit 1; i=$((i+1)); done' % (args.lookups, command)
+
+
+def secret_service_lookups():
+    started = len(daemons)
+    kfs_bus, kfs_env = private_bus("bus-keychainfs")
+    mp = os.path.join(work, "secret-service")
+    try:
+        kfs_mount(os.path.join(work, "secret-service.vault"), mp, extra=["--secret-service"], env=kfs_env)
+        wait_for_secret_service(kfs_env, None)
+        store_and_check(kfs_env)
+        item = os.path.join(mp, "login", SS_LABEL)
+        if open(item).read() != SS_SECRET:
+            raise RuntimeError("%s does not hold the secret stored over D-Bus" % item)
+        try:
+            _gk_bus, gk_bus_env = private_bus("bus-gnome-keyring")
+            _gk, gk_env = start_gnome_keyring(gk_bus_env)
+        except Unavailable as why:
+            unavailable["gnome-keyring"] = str(why)
+            gk_env = None
+        lookup = call_loop("secret-tool lookup " + " ".join(SS_ATTRIBUTES))
+        for run in range(args.runs):
+            lookups.setdefault(("secret-tool lookup", "keychainfs"), []).append(timed(lookup, env=kfs_env))
+            if gk_env is not None:
+                lookups.setdefault(("secret-tool lookup", "gnome-keyring"), []).append(timed(lookup, env=gk_env))
+            lookups.setdefault(("cat", "keychainfs"), []).append(timed(call_loop("cat " + shlex.quote(item))))
+            lookups.setdefault(("true", "none"), []).append(timed(call_loop("/bin/true")))
+    finally:
+        if mp in mounted:
+            kfs_unmount(mp)
+        for daemon in reversed(daemons[started:]):
+            stop_daemon(daemon)
+
+
+try:
+    if not args.secret_service_only:
+        kfs = filesystem_workloads()
+        if not args.workloads_only:  # a quick look while working on the filesystem
+            mount_times_and_vault_sizes(kfs)
+    if not args.workloads_only:
+        secret_service_lookups()
+    if not args.secret_service_only:
+        durable_commit_cost()
 finally:
     cleanup()
 
@@ -217,13 +398,15 @@ def f(x, digits=3):
 
 machine = "%s, %d cores, %s" % (platform.node(), os.cpu_count(), platform.platform())
 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-lines = ["Benchmark of %s on %s; medians of %d runs (seconds)." % (when, machine, args.runs), "",
-         "| workload | tmpfs | gocryptfs | KeychainFS | KeychainFS / tmpfs | KeychainFS / gocryptfs |",
-         "| --- | ---: | ---: | ---: | ---: | ---: |"]
-for r in rows:
-    lines.append("| %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2)))
-lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
-          % (commit_us["FULL"], commit_us["NORMAL"])]
+lines = ["Benchmark of %s on %s; medians of %d runs%s." % (when, machine, args.runs, " (seconds)" if rows else "")]
+if rows:
+    lines += ["", "| workload | tmpfs | gocryptfs | KeychainFS | KeychainFS / tmpfs | KeychainFS / gocryptfs |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2)))
+if commit_us:
+    lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
+              % (commit_us["FULL"], commit_us["NORMAL"])]
 if logging_cost:
     on, off = statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])
     lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."
@@ -236,6 +419,22 @@ if sized:
         lines.append("| %d | %.1f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
             size, populate_seconds, mount_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
             "%.3f s" % find_s if find_s is not None else ""))
+per_call = {key: statistics.median(seconds) / args.lookups for key, seconds in lookups.items()}  # seconds per call
+ss_lookup = per_call.get(("secret-tool lookup", "keychainfs"))
+ss_gnome = per_call.get(("secret-tool lookup", "gnome-keyring"))
+ss_cat = per_call.get(("cat", "keychainfs"))
+if ss_lookup is not None:
+    ms = lambda seconds: f(seconds * 1000, 2)
+    gnome_cell = ms(ss_gnome) if ss_gnome is not None else "not measured: " + unavailable.get("gnome-keyring", "?").replace("|", "/")
+    lines += ["", "Secret Service: one item (%d-byte secret), %d calls per run in one `sh -c` loop each; milliseconds per call, medians of %d runs."
+              % (len(SS_SECRET), args.lookups, args.runs), "",
+              "| per call (ms) | KeychainFS | gnome-keyring | KeychainFS / gnome-keyring |",
+              "| --- | ---: | ---: | ---: |",
+              "| `secret-tool lookup %s` (D-Bus, a private bus each) | %s | %s | %s |"
+              % (" ".join(SS_ATTRIBUTES), ms(ss_lookup), gnome_cell, f(ss_lookup / ss_gnome, 2) if ss_gnome else ""),
+              "| `cat MOUNTPOINT/login/%s` (the same item through the mount) | %s |  |  |" % (SS_LABEL, ms(ss_cat)),
+              "| D-Bus / cat | %s |  |  |" % f(ss_lookup / ss_cat, 1),
+              "", "`/bin/true` in the same loop (what starting a process costs): %s ms per call." % ms(per_call[("true", "none")])]
 report = "\n".join(lines)
 print(report)
 if args.workloads_only:
@@ -244,13 +443,19 @@ os.makedirs(os.path.join(ROOT, "results"), exist_ok=True)
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 open(os.path.join(ROOT, "results", "bench-%s.md" % stamp), "w").write(report + "\n")
 with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
-    csv.write("workload,tmpfs_s,gocryptfs_s,keychainfs_s,ratio_tmpfs,ratio_gocryptfs\n")
+    csv.write("workload,tmpfs_s,gocryptfs_s,keychainfs_s,ratio_tmpfs,ratio_gocryptfs,gnome_keyring_s,ratio_gnome_keyring\n")
     for r in rows:
         csv.write('"%s",%s,%s,%s,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3)))
-    csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
+    if commit_us:
+        csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
         csv.write('"cat all log on",,,%f,,\n"cat all log off",,,%f,,\n' % (statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])))
     for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
         if find_s is not None:
             csv.write('"items=%d setxattr each",,,%f,,\n"items=%d find",,,%f,,\n' % (size, label_s, size, find_s))
+    if ss_lookup is not None:
+        csv.write('"secret-tool lookup, s per call",,,%s,,,%s,%s\n' % (f(ss_lookup, 6), f(ss_gnome, 6), f(ss_lookup / ss_gnome, 3) if ss_gnome else ""))
+        csv.write('"cat login/%s, s per call",,,%s,,,,\n' % (SS_LABEL, f(ss_cat, 6)))
+        csv.write('"secret-tool lookup / cat",,,%s,,,,\n' % f(ss_lookup / ss_cat, 3))
+        csv.write('"/bin/true, s per call",,,%s,,,,\n' % f(per_call[("true", "none")], 6))
