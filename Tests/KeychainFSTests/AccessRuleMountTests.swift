@@ -194,18 +194,8 @@ struct AccessRuleMountTests {
     }
 
     @Test func confirmationAllowsDeniesAndTimesOut() throws {
-        let answers = NSTemporaryDirectory() + "keychainfs-answers-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: answers, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: answers) }
-        // The command answers what the file `answer` says: 0, 1, or hang.
-        let script = """
-            echo "$KEYCHAINFS_PID $KEYCHAINFS_ACCESS $KEYCHAINFS_PATH" >> \(answers)/asked
-            case "$(cat \(answers)/answer)" in
-              allow) exit 0 ;;
-              hang) exec sleep 60 ;;
-              *) exit 1 ;;
-            esac
-            """
+        let dialog = try ScriptedConfirmation()
+        let answers = dialog.directory, script = dialog.command
         let s = try Scene(mountArguments: ["--confirm-with", script, "--confirm-remember", "1s", "--confirm-timeout", "1"])
         try s.allow(["app", "--exe", s.reader, "--confirm"])
 

@@ -240,3 +240,26 @@ func expectSameOutputAsTmpfs(_ m: MountFixture, script: String, tmpfsArguments: 
     }
     #expect(expected.count == got.count)
 }
+
+/// A `--confirm-with` command that answers what the file `answer` in its directory says
+/// (`allow`: 0, `hang`: never, else 1), and appends each question to `asked`.
+final class ScriptedConfirmation {
+    let directory = NSTemporaryDirectory() + "keychainfs-answers-" + UUID().uuidString
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    var command: String {
+        """
+        echo "$KEYCHAINFS_PID $KEYCHAINFS_ACCESS $KEYCHAINFS_PATH" >> \(directory)/asked
+        case "$(cat \(directory)/answer)" in
+          allow) exit 0 ;;
+          hang) exec sleep 60 ;;
+          *) exit 1 ;;
+        esac
+        """
+    }
+}

@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
+@testable import KeychainFS
 
 /// A dbus-daemon of a test's own, with a configuration that owns nothing else: no service
-/// activation (so no gnome-keyring starts behind a test's back), every name ownable, every
-/// message allowed. Stopped (killed and reaped) by `stop()` or when it goes.
+/// activation (so no gnome-keyring starts behind a test's back) but from `serviceDirectory`
+/// when given, every name ownable, every message allowed. Stopped (killed and reaped) by `stop()` or when it goes.
 final class PrivateSessionBus {
     let address: String
     let pid: pid_t
@@ -13,7 +14,7 @@ final class PrivateSessionBus {
     /// For a child process (python, busctl) that should use this bus as its session bus.
     var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
 
-    init() throws {
+    init(serviceDirectory: String? = nil) throws {
         directory = NSTemporaryDirectory() + "keychainfs-bus-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let configuration = directory + "/bus.conf"
@@ -24,6 +25,7 @@ final class PrivateSessionBus {
               <type>session</type>
               <listen>unix:path=\(directory)/socket</listen>
               <auth>EXTERNAL</auth>
+            \(serviceDirectory.map { "  <servicedir>\($0)</servicedir>" } ?? "")
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
@@ -77,12 +79,7 @@ final class PrivateSessionBus {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        Subprocess.defaultSignals(&attributes)
         let arguments: [String] = ["/usr/bin/dbus-daemon", "--config-file=" + configuration, "--nofork", "--print-address=3"]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

@@ -365,17 +365,8 @@ import Testing
     }
 
     @Test func aConfirmRuleAsksOverDBusWhileTheBusGoesOnServing() throws {
-        let answers = NSTemporaryDirectory() + "kfs-ss-answers-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: answers, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: answers) }
-        let script = """
-            echo "$KEYCHAINFS_PID $KEYCHAINFS_ACCESS $KEYCHAINFS_PATH" >> \(answers)/asked
-            case "$(cat \(answers)/answer)" in
-              allow) exit 0 ;;
-              hang) exec sleep 60 ;;
-              *) exit 1 ;;
-            esac
-            """
+        let dialog = try ScriptedConfirmation()
+        let answers = dialog.directory, script = dialog.command
         let s = try SecretServiceFixture(mountArguments: ["--confirm-with", script, "--confirm-remember", "1s", "--confirm-timeout", "2"])
         #expect(try s.secretTool(["store", "--label=token", "app", "c"], stdin: "confirmed").status == 0)
         let python = try sh("readlink -f /usr/bin/python3").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -388,13 +379,13 @@ import Testing
             except dbus.exceptions.DBusException as e:
                 print(e.get_dbus_name())
             """
-        try "allow".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
-        #expect(eventually(within: 2) { (try? s.python(get).stdoutText) == "confirmed\n" })
-        let asked = (try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? ""
-        #expect(asked.contains("read \(s.mountpoint)/login/token"), "\(asked)")
-
+        // Refused until the rule applies (within a second), then by the dialog's answer.
         try "deny".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
         #expect(eventually(within: 3) { (try? s.python(get).stdoutText) == "org.freedesktop.DBus.Error.AccessDenied\n" })
+        try "allow".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        #expect(try s.python(get).stdoutText == "confirmed\n")
+        let asked = (try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? ""
+        #expect(asked.split(separator: "\n").count == 2 && asked.hasSuffix("read \(s.mountpoint)/login/token\n"), "\(asked)")
 
         // A dialog that never answers: the caller waits, others are served meanwhile, and the
         // caller is refused when the command is stopped.
@@ -412,6 +403,38 @@ import Testing
         waiting.waitUntilExit()
         #expect(waiting.terminationStatus == 0)
         #expect((try? String(contentsOfFile: outcome, encoding: .utf8)) == "org.freedesktop.DBus.Error.AccessDenied\n")
+    }
+
+    @Test func theShippedActivationFileStartsTheServiceOnDemand() throws {
+        let f = try CLIFixture()
+        let services = f.directory + "/services"
+        try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
+        let shipped = try String(contentsOfFile: readmePath.replacingOccurrences(of: "README.md", with: "dist/org.freedesktop.secrets.service"),
+                                 encoding: .utf8)
+        // The shipped file, pointed at this build and this test's vault.
+        let file = shipped.replacingOccurrences(
+            of: "Exec=/usr/local/bin/keychainfs secret-service --extpass /usr/local/libexec/keychainfs-askpass",
+            with: "Exec=\(keychainfsBinary) secret-service --vault \(f.vault) --extpass 'cat \(f.passphraseFile)'")
+        #expect(file != shipped)
+        try file.write(toFile: services + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        let bus = try PrivateSessionBus(serviceDirectory: services)
+        defer { bus.stop() }
+        // Nothing runs until a client asks.
+        let stored = try run("/usr/bin/secret-tool", ["store", "--label=activated", "on", "demand"], stdin: Data("yes".utf8),
+                             environment: bus.environment)
+        #expect(stored.status == 0, "\(stored.stderr)")
+        let owner = try run("/usr/bin/python3", ["-c", """
+            import dbus
+            print(dbus.SessionBus().call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                'GetConnectionUnixProcessID', 's', ('org.freedesktop.secrets',)))
+            """], environment: bus.environment)
+        let pid = pid_t(owner.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(pid > 0, "\(owner.stderr)")
+        #expect(procText("/proc/\(pid)/cmdline").contains("secret-service"))
+        // SIGTERM ends it, its claim on the vault with it.
+        kill(pid, SIGTERM)
+        #expect(eventually(within: 10) { kill(pid, 0) != 0 || procText("/proc/\(pid)/stat").contains(") Z ") })
+        #expect(try f.cli(["get", "login/activated"]).stdoutText == "yes")
     }
 }
 

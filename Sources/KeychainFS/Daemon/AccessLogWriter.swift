@@ -57,6 +57,19 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
         stoppedThread.deallocate()
     }
 
+    /// A daemon's writer, started (nil when `bounds` turn logging off); made while the vault
+    /// is unlocked.
+    static func started(vault: Vault, bounds: AccessLogBounds) throws(CommandFailure) -> AccessLogWriter? {
+        let writer: AccessLogWriter?
+        do throws(VaultError) {
+            writer = try AccessLogWriter(vault: vault, bounds: bounds)
+        } catch {
+            throw CommandFailure(error)
+        }
+        writer?.start()
+        return writer
+    }
+
     // MARK: recording (any thread, never blocks on I/O)
 
     /// An access by `pid` to `node` (or to the entry `name` of dictionary `node`).

@@ -60,15 +60,8 @@ struct ConfirmationCommand: Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // The calling thread may block signals (helper threads do) or the daemon handle them;
-        // the command starts with neither.
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        Subprocess.defaultSignals(&attributes, flags: POSIX_SPAWN_SETPGROUP)
 
         let argv: [UnsafeMutablePointer<CChar>?] = (["/bin/sh", "-c", shellCommand] as [String]).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

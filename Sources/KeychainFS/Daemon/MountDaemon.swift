@@ -75,13 +75,7 @@ enum MountDaemon {
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
         // Before serving: the writer derives the log's public key while the vault is unlocked.
         // The driver records through it (the integrator's hooks) and it flushes at lock.
-        let accessLog: AccessLogWriter?
-        do throws(VaultError) {
-            accessLog = try AccessLogWriter(vault: vault, bounds: request.accessLog)
-        } catch {
-            throw CommandFailure(error)
-        }
-        accessLog?.start()
+        let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)
         let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
         let gate = try accessGate(vault, request: request, mountpoint: mountpoint, log: accessLog)
         let fileSystem = FileSystem(vault: vault, gate: gate) {

@@ -22,13 +22,7 @@ enum SecretServiceDaemon {
             vault.lock(keepingAfterFirstUnlock: false)
             withExtendedLifetime(claim) {}
         }
-        let accessLog: AccessLogWriter?
-        do throws(VaultError) {
-            accessLog = try AccessLogWriter(vault: vault, bounds: request.accessLog)
-        } catch {
-            throw CommandFailure(error)
-        }
-        accessLog?.start()
+        let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)
         defer { accessLog?.stop() }
         let gate = try MountDaemon.accessGate(vault, request: request, mountpoint: "", log: accessLog)
         let host = try SecretServiceHost(vault: vault, locking: VaultLock(vault: vault, gate: gate), gate: gate,

@@ -43,6 +43,17 @@ enum Subprocess {
         (waitStatus & 0x7F) == 0 ? (waitStatus >> 8) & 0xFF : 128 + (waitStatus & 0x7F)
     }
 
+    /// A child starts with no signal blocked and every handler at its default, whatever the
+    /// spawning thread blocks (helper threads, Swift Testing's dispatch threads) or handles.
+    static func defaultSignals(_ attributes: inout posix_spawnattr_t, flags: Int32 = 0) {
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | flags))
+    }
+
     /// Standard input, output and error of a spawned child on /dev/null: a daemon's children
     /// must not hold its launcher's terminal or pipes.
     static func nullStandardStreams(_ actions: inout posix_spawn_file_actions_t) {

@@ -264,19 +264,18 @@ extension BusWriter {
 extension SecureBuffer {
     /// A name's bytes in locked memory, for a reply (names are secrets too).
     static func copy(of name: AttributeName) throws(VaultError) -> SecureBuffer {
-        var copy = try SecureBuffer(capacity: name.count)
-        copy.withUnsafeMutableStorage { storage in
-            name.withUnsafeBytes { storage.copyMemory(from: $0) }
-            return name.count
-        }
-        return copy
+        try copy(count: name.count) { name.withUnsafeBytes($0) }
     }
 
     static func copy(of name: ItemName) throws(VaultError) -> SecureBuffer {
-        var copy = try SecureBuffer(capacity: name.count)
+        try copy(count: name.count) { name.withUnsafeBytes($0) }
+    }
+
+    private static func copy(count: Int, _ bytes: ((UnsafeRawBufferPointer) -> Void) -> Void) throws(VaultError) -> SecureBuffer {
+        var copy = try SecureBuffer(capacity: count)
         copy.withUnsafeMutableStorage { storage in
-            name.withUnsafeBytes { storage.copyMemory(from: $0) }
-            return name.count
+            bytes { storage.copyMemory(from: $0) }
+            return count
         }
         return copy
     }
