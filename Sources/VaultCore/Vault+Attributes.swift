@@ -108,16 +108,19 @@ extension Vault {
     /// directly in `parent` when it is given; by node id, ascending. A search is the indexed
     /// query `find` makes.
     public func findItems(_ pairs: [Attribute], in parent: NodeID?) throws(VaultError) -> [NodeID] {
-        try reading { (store) throws(VaultError) -> [NodeID] in
-            let records: [NodeRecord]
-            switch (pairs.isEmpty, parent) {
-            case (false, _): records = try store.items(matching: pairs)
-            case (true, let parent?): records = try store.children(of: try store.dictionary(parent)).map(\.record)
-            case (true, nil): records = try store.everyItem()
-            }
-            if let parent, !pairs.isEmpty { _ = try store.dictionary(parent) }
-            return records.filter { $0.kind == .item && (parent == nil || $0.parent == parent) }
-                .map(\.id).sorted { $0.rawValue < $1.rawValue }
+        try reading { (store) throws(VaultError) -> [NodeID] in try Vault.findItems(pairs, in: parent, store) }
+    }
+
+    /// `findItems` inside a transaction the caller opened.
+    static func findItems(_ pairs: [Attribute], in parent: NodeID?, _ store: NodeStore) throws(VaultError) -> [NodeID] {
+        let records: [NodeRecord]
+        switch (pairs.isEmpty, parent) {
+        case (false, _): records = try store.items(matching: pairs)
+        case (true, let parent?): records = try store.children(of: try store.dictionary(parent)).map(\.record)
+        case (true, nil): records = try store.everyItem()
         }
+        if let parent, !pairs.isEmpty { _ = try store.dictionary(parent) }
+        return records.filter { $0.kind == .item && (parent == nil || $0.parent == parent) }
+            .map(\.id).sorted { $0.rawValue < $1.rawValue }
     }
 }

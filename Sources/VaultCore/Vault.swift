@@ -17,6 +17,9 @@ public final class Vault: Sendable {
         var cipher: RecordCipher?
         /// The key slot the current passphrase opened.
         var slotID: Int64
+        /// While locked since an unlock (not after an unmount's lock, nor before the first
+        /// unlock), the search tags' key alone, for `findLockedItems`; nil otherwise.
+        var searchKey: AttributeSearchKey? = nil
     }
 
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64) {
@@ -190,15 +193,25 @@ public final class Vault: Sendable {
     /// such items by path and reading and storing them. Then a reduced cipher keeps their keys
     /// (`VaultKeys.afterFirstUnlockOnly`) and every other key, the master key first, is wiped;
     /// without such an item every key goes. `keepingAfterFirstUnlock: false` is the unmount.
+    /// Either way but the unmount, the search tags' key is kept on its own (`findLockedItems`).
     public func lock(keepingAfterFirstUnlock: Bool = true) {
         state.withLock { state in
-            guard keepingAfterFirstUnlock, let cipher = state.cipher else {
+            guard keepingAfterFirstUnlock else {
                 state.cipher = nil
+                state.searchKey = nil
                 return
             }
-            // Decided while every key is still here (a repeated lock keeps what it kept).
-            let keep = !cipher.holdsEveryKey
-                || ((try? NodeStore(storage: state.storage, cipher: cipher).holdsAfterFirstUnlockItem()) ?? false)
+            // Already locked: keep what the first lock kept.
+            guard let cipher = state.cipher, cipher.holdsEveryKey else { return }
+            // A Secret Service client searches before it asks to unlock, and without an answer
+            // it never asks, so the search tags' key outlives the lock. The price: while locked,
+            // whoever can read this process's memory and also has the vault file can test
+            // guesses of attribute values against the stored tags (not read them, nor any
+            // name, value or content). gnome-keyring leaves a locked keyring's attributes in its
+            // file as unkeyed hashes, open to the same guessing with the file alone.
+            state.searchKey = cipher.attributeSearchKey
+            // Decided while every key is still here.
+            let keep = (try? NodeStore(storage: state.storage, cipher: cipher).holdsAfterFirstUnlockItem()) ?? false
             state.cipher = keep ? cipher.afterFirstUnlockOnly : nil
         }
     }
@@ -212,6 +225,8 @@ public final class Vault: Sendable {
         state.withLock {
             $0.cipher = cipher
             $0.slotID = slotID
+            // The new cipher has its own; none is held twice.
+            $0.searchKey = nil
         }
     }
 
@@ -252,6 +267,23 @@ public final class Vault: Sendable {
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try withStore(naming: naming, whileLocked: whileLocked) { (store) throws(VaultError) -> R in
             try store.storage.read { () throws(VaultError) -> R in try body(store) }
+        }
+    }
+
+    /// Runs `unlocked` with the node store while every key is here; else `locked` with the
+    /// storage and the search tags' key a lock kept (none kept: `.locked`). Either on one
+    /// snapshot, in one hold of the mutex: a lock or unlock cannot come between the check and
+    /// the search.
+    func searching(unlocked: (NodeStore) throws(VaultError) -> [NodeID],
+                   locked: (any VaultStorage, AttributeSearchKey) throws(VaultError) -> [NodeID]) throws(VaultError) -> [NodeID] {
+        try state.withLock { (state) throws(VaultError) -> [NodeID] in
+            let storage = state.storage
+            if let cipher = state.cipher, cipher.holdsEveryKey {
+                let store = NodeStore(storage: storage, cipher: cipher)
+                return try storage.read { () throws(VaultError) -> [NodeID] in try unlocked(store) }
+            }
+            guard let key = state.searchKey else { throw .locked }
+            return try storage.read { () throws(VaultError) -> [NodeID] in try locked(storage, key) }
         }
     }
 

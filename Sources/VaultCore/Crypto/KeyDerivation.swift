@@ -144,7 +144,7 @@ struct VaultKeys: Sendable {
     /// lookup tags and names (to walk the path), node attributes, and that class's content key.
     /// Not the when-unlocked content key, the header key, the attribute keys, nor the
     /// this-device-only key: this-device-only items are as unreachable as when-unlocked ones
-    /// while locked.
+    /// while locked. (The vault keeps the search tags' key apart, see `Vault.lock`.)
     var afterFirstUnlockOnly: VaultKeys {
         var kept = VaultKeys()
         kept.name = name

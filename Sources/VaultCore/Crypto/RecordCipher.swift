@@ -303,19 +303,13 @@ final class RecordCipher: Sendable {
         }
     }
 
-    /// The search tag of a (name, value) pair: keyed BLAKE2b of the name's length, the name and
-    /// the value, deliberately not bound to a node, so every node holding the same pair has the
-    /// same tag and a search is one indexed query. (Someone with the file therefore sees which
-    /// nodes share a pair, never the pair.)
+    /// The search tag of a (name, value) pair (see `AttributeSearchKey`).
     func attributeSearchTag(name: AttributeName, value: borrowing SecureBuffer) -> [UInt8] {
-        var length: [UInt8] = []
-        length.appendLittleEndian(UInt64(name.count))
-        return length.withUnsafeBytes { lengthBytes in
-            name.withUnsafeBytes { nameBytes in
-                value.withUnsafeBytes { VaultKeys.keyedHash([lengthBytes, nameBytes, $0], key: present(keys.attributeSearch)) }
-            }
-        }
+        AttributeSearchKey(present(keys.attributeSearch)).tag(name: name, value: value)
     }
+
+    /// The search tags' key, for a lock to keep on its own; nil in a cipher a lock reduced.
+    var attributeSearchKey: AttributeSearchKey? { keys.attributeSearch.map(AttributeSearchKey.init) }
 
     private func attributeAssociatedData(_ purpose: Purpose, _ place: RecordPlace, tag: [UInt8]) -> [UInt8] {
         associatedData(purpose, place, binding: 0) + tag
