@@ -173,6 +173,12 @@ import Testing
             """)
         #expect(unlocked.stdoutText == "True\norg.freedesktop.Secret.Error.IsLocked\nFalse\nFalse\n", "\(unlocked.stdoutText) \(unlocked.stderr)")
         #expect(readFile(s.path("login/pin")) == Array("1234".utf8))
+        // secret-tool on a locked vault: its search finds the item as locked, it asks to
+        // unlock, the prompt runs --extpass, and it reads the secret.
+        #expect(try run(keychainfsBinary, ["lock", s.mountpoint]).exitStatus == .success)
+        let looked = try s.secretTool(["lookup", "bank", "b"])
+        #expect(looked.stdoutText == "1234", "\(looked.stderr)")
+        #expect(readFile(s.path("login/pin")) == Array("1234".utf8))
         // Lock over D-Bus locks the mount.
         let locked = try s.python("print(service.Lock([default_collection()])[1])")
         #expect(locked.stdoutText == "/\n")
@@ -290,9 +296,9 @@ import Testing
                 print(locked, bytes(item.GetSecret(session)[2]).decode() if not locked else error(lambda: item.GetSecret(session)))
             """)
         #expect(locked.status == 0, "\(locked.stderr)")
-        // The search index's key goes at lock: nothing is found. The after-first-unlock item is
-        // still read by its path; the other stays locked.
-        #expect(locked.stdoutText.hasPrefix("0 0\n"), "\(locked.stdoutText)")
+        // Found while locked (the search tags' key outlives a lock), and reported unlocked:
+        // the after-first-unlock item is read; the other stays locked.
+        #expect(locked.stdoutText.hasPrefix("1 0\n"), "\(locked.stdoutText)")
         #expect(locked.stdoutText.contains("False afu-secret\n"))
         #expect(locked.stdoutText.contains("True org.freedesktop.Secret.Error.IsLocked\n"))
     }

@@ -37,7 +37,9 @@ enum Terminal {
 }
 
 extension String {
+    /// Foundation's, without Foundation: every occurrence of `target` replaced, whatever its
+    /// length (splitting on a Character trapped on a target of more than one).
     func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
+        target.isEmpty ? self : replacing(target, with: replacement)
     }
 }

@@ -117,7 +117,7 @@ extension SecretService {
 }
 
 extension SecretService {
-    /// On the loop thread, before the first call: what the vault holds now is the baseline
+    /// Before the loop runs (so on no other thread): what the vault holds now is the baseline
     /// changes are announced against.
     func start() {
         lastSeenLocked = locking.isLocked

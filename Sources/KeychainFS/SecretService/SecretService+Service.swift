@@ -71,19 +71,13 @@ extension SecretService {
         try expectSignature(call, "a{ss}")
         var reader = call.arguments()
         let pairs = try ItemProperties.readAttributes(&reader)
-        let found: [NodeID]
-        do throws(VaultError) {
-            found = try vault.findItems(pairs, in: collection)
-        } catch .locked {
-            found = []
-        } catch {
-            throw BusError(error)
-        }
+        let found = try vaultCall { () throws(VaultError) in try itemsMatching(pairs, in: collection) }
         var unlocked: [String] = []
         var locked: [String] = []
         var listable: [NodeID: Bool] = [:]
         for item in found {
-            guard let parent = try? vault.node(item).parent, model.collections[parent] != nil || (try? isCollection(parent)) == true else { continue }
+            guard let parent = model.collection(of: item) ?? (try? vault.node(item).parent),
+                  model.collections[parent] != nil || (try? isCollection(parent)) == true else { continue }
             // A collection the caller may not list, or an item it may not read, is not found:
             // a match would tell it the attribute's value.
             let mayList = listable[parent] ?? mayFind([.list(UInt64(parent.rawValue))], for: caller)
@@ -95,6 +89,22 @@ extension SecretService {
         call.reply { (writer) throws(BusError) in
             try writer.objectPaths(unlocked)
             if collection == nil { try writer.objectPaths(locked) }
+        }
+    }
+
+    /// The items whose attributes include `pairs`. While locked, the search tags' key (kept
+    /// at lock for this) still finds the candidates, so a client learns which items to unlock
+    /// and asks for the prompt; an empty search is every item the service knows of.
+    private func itemsMatching(_ pairs: [Attribute], in collection: NodeID?) throws(VaultError) -> [NodeID] {
+        guard locking.isLocked else { return try vault.findItems(pairs, in: collection) }
+        guard !pairs.isEmpty else {
+            let collections = collection.map { [$0] } ?? model.sortedCollections
+            return collections.flatMap { model.sortedItems(of: $0) }
+        }
+        do throws(VaultError) {
+            return try vault.findLockedItems(pairs, in: collection)
+        } catch .locked {
+            return []  // started without the key (never unlocked): nothing to search with
         }
     }
 

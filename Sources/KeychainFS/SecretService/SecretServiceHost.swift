@@ -19,6 +19,10 @@ final class SecretServiceHost: Sendable {
             try bus.serve(prefix: SecretObject.root) { call in service.handle(call) }
             bus.onPeerVanished = { name in service.peerVanished(name) }
             try bus.requestName(SecretService.busName, replace: replace)
+            // Here, before the loop's thread exists and before the mount reports ready: what
+            // the vault holds (the default collection first) is read while it is unlocked,
+            // whatever locks it a moment later.
+            service.start()
         } catch {
             throw CommandFailure(message: error.message, status: .serviceUnavailable)
         }
@@ -28,7 +32,6 @@ final class SecretServiceHost: Sendable {
     @discardableResult
     func run() -> BusConnection.Ended {
         defer { ended.signal() }
-        service.start()
         DaemonLog.secretServiceStarted(uniqueName: bus.uniqueName)
         let reason = bus.run(tickInterval: .milliseconds(250)) { service.tick() }
         DaemonLog.secretServiceEnded(reason)
