@@ -254,6 +254,22 @@ import Testing
         #expect(!unlockedMeanwhile)
         let after = try s.python("print(bool(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Locked')))")
         #expect(after.stdoutText == "True\n", "\(after.stdoutText) \(after.stderr)")
+        // Dismiss: Completed says so, and the vault stays locked.
+        let dismissed = try s.python("""
+            from jeepney import MatchRule
+            from jeepney.io.blocking import open_dbus_connection, Proxy
+            from jeepney.bus_messages import message_bus
+            conn = open_dbus_connection(bus='SESSION')
+            rule = MatchRule(type='signal', interface='org.freedesktop.Secret.Prompt', member='Completed')
+            Proxy(message_bus, conn).AddMatch(rule)
+            with conn.filter(rule) as queue:
+                prompt = service.Unlock([default_collection()])[1]
+                iface(prompt, 'org.freedesktop.Secret.Prompt').Dismiss()
+                message = conn.recv_until_filtered(queue, timeout=2.0)
+                print(message.header.fields[1] == prompt, message.body[0], message.body[1])
+            print(bool(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Locked')))
+            """)
+        #expect(dismissed.stdoutText == "True True ('ao', [])\nTrue\n", "\(dismissed.stdoutText) \(dismissed.stderr)")
     }
 
     @Test func theNameIsOneOwnersAndReplaceTakesIt() throws {
