@@ -458,6 +458,23 @@ import Testing
         #expect(eventually(within: 10) { kill(pid, 0) != 0 || procText("/proc/\(pid)/stat").contains(") Z ") })
         #expect(try f.cli(["get", "login/activated"]).stdoutText == "yes")
     }
+
+    @Test func usingTheKeyringKeepsTheIdleLockAwayAndStoppingLetsItLock() throws {
+        let s = try SecretServiceFixture(mountArguments: ["--idle-lock", "3s"])
+        #expect(try s.secretTool(["store", "--label=t", "idle", "x"], stdin: "v").status == 0)
+        // Five seconds of lookups, one every 0.3 s, none through the mount: still unlocked.
+        let used = try s.python("""
+            session = plain_session()
+            item = service.SearchItems({'idle': 'x'})[0][0]
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                iface(item, 'org.freedesktop.Secret.Item').GetSecret(session)
+                time.sleep(0.3)
+            print(bool(prop(default_collection(), 'org.freedesktop.Secret.Collection', 'Locked')))
+            """)
+        #expect(used.stdoutText == "False\n", "\(used.stdoutText) \(used.stderr)")
+        #expect(eventually(within: 8) { (try? run(keychainfsBinary, ["status", s.mountpoint]).stdoutText.contains("state:     locked")) == true })
+    }
 }
 
 /// A process left running (a service): the caller terminates it.

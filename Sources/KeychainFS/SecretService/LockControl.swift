@@ -8,6 +8,8 @@ protocol LockControl: Sendable {
     var isLocked: Bool { get }
     func lock()
     func unlock(passphrase: borrowing SecureBuffer) throws(VaultError)
+    /// A client used a secret: the idle lock counts from now.
+    func noteActivity()
 }
 
 extension FileSystem: LockControl {}
@@ -25,6 +27,9 @@ final class VaultLock: LockControl {
     }
 
     var isLocked: Bool { vault.isLocked }
+
+    /// A service without a mount has no idle lock.
+    func noteActivity() {}
 
     func lock() {
         let wasLocked = vault.isLocked

@@ -71,6 +71,9 @@ final class SecretService: @unchecked Sendable {
             if call.interface == SecretService.propertiesInterface {
                 return try properties(call, object, caller)
             }
+            // Using the keyring is using the vault (reading properties, which desktop programs
+            // poll, is not): the mount's idle lock counts from here.
+            locking.noteActivity()
             switch object {
             case .service:
                 try expect(call, SecretService.serviceInterface)
