@@ -73,6 +73,26 @@ import Testing
         try Self.check(result, setup, kernelOption: "noexec")
     }
 
+    /// ro goes to the kernel: reads work, writes fail with EROFS before the daemon sees them.
+    @Test func aReadOnlyMountRefusesWrites() throws {
+        let setup = try Setup()
+        let result = try setup.inNamespace("""
+            mount -t fuse.keychainfs "$VAULT" "$MNT" -o "passfile=$PW,ro"
+            cat "$MNT/app/token"; echo
+            if printf x > "$MNT/app/new"; then echo "written"; fi
+            pgrep -f "[k]eychainfs mount .*$MNT"
+            umount "$MNT"
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        try #require(lines.count == 2, "\(result.stdoutText) \(result.stderr)")
+        #expect(lines[0] == "s3cret")
+        #expect(result.stderr.contains("Read-only file system"), "\(result.stderr)")
+        #expect(setup.daemonExits(try #require(pid_t(lines[1]))))
+        #expect(try setup.cli.cli(["ls"]).stdoutText == "app/\n")
+        #expect(try setup.cli.cli(["ls", "app"]).stdoutText == "token\n")
+    }
+
     @Test func anFstabLineWithNoautoMountsByItsMountpoint() throws {
         let setup = try Setup()
         let fstab = setup.cli.directory + "/fstab"

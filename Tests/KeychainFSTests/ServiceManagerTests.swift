@@ -52,19 +52,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: f.passphraseFile, toPath: credentials + "/passphrase")
         let listener = try NotifyListener(path: f.directory + "/notify")
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", try Self.execStartScript(), "keychainfs", mountpoint]
-        var environment = ProcessInfo.processInfo.environment
-        environment["KEYCHAINFS_VAULT"] = f.vault
-        environment["NOTIFY_SOCKET"] = listener.path
-        environment["CREDENTIALS_DIRECTORY"] = credentials
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Self.startUnitCommand(vault: f.vault, mountpoint: mountpoint,
+                                                environment: ["NOTIFY_SOCKET": listener.path, "CREDENTIALS_DIRECTORY": credentials])
         defer {
             if process.isRunning { process.terminate() }
             if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
@@ -83,6 +72,65 @@ import Testing
         #expect(process.terminationStatus == 0)
         #expect(!isMounted(mountpoint))
         #expect(listener.receive(within: 0.2) == nil)
+    }
+
+    /// Without a credential the unit asks through keychainfs-askpass, which takes the first
+    /// dialog program it finds: here a stand-in for zenity that answers with the passphrase.
+    @Test func withoutACredentialTheUnitAsksThroughTheDialog() throws {
+        let f = try CLIFixture()
+        let mountpoint = f.directory + "/mnt", programs = f.directory + "/bin"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: programs, withIntermediateDirectories: true)
+        try "#!/bin/sh\nexec cat '\(f.passphraseFile)'\n".write(toFile: programs + "/zenity", atomically: true, encoding: .utf8)
+        chmod(programs + "/zenity", 0o700)
+        let listener = try NotifyListener(path: f.directory + "/notify")
+        let process = try Self.startUnitCommand(vault: f.vault, mountpoint: mountpoint,
+                                                environment: ["NOTIFY_SOCKET": listener.path,
+                                                              "PATH": programs + ":/usr/bin:/bin"])
+        defer {
+            if process.isRunning { process.terminate() }
+            if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
+        }
+        let ready = listener.receive(within: 30)
+        #expect(ready?.split(separator: "\n").contains("READY=1") == true, "\(ready ?? "nothing")")
+        #expect(isMounted(mountpoint))
+        process.terminate()
+        #expect(eventually(within: 30) { !process.isRunning })
+        #expect(process.terminationStatus == 0)
+    }
+
+    /// The unit's ExecStart command for `mountpoint`, with the default vault set to `vault`.
+    private static func startUnitCommand(vault: String, mountpoint: String, environment extra: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", try execStartScript(), "keychainfs", mountpoint]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "CREDENTIALS_DIRECTORY")
+        environment["KEYCHAINFS_VAULT"] = vault
+        for (key, value) in extra { environment[key] = value }
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// The credential is the passphrase only when no option says where it is.
+    @Test func aPassphraseOptionWinsOverTheCredential() throws {
+        let f = try CLIFixture()
+        let mountpoint = f.directory + "/mnt", credentials = f.directory + "/credentials"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        try "not the passphrase\n".write(toFile: credentials + "/passphrase", atomically: true, encoding: .utf8)
+        let environment = ["CREDENTIALS_DIRECTORY": credentials]
+        let fromCredential = try run(keychainfsBinary, ["mount", "--vault", f.vault, mountpoint], environment: environment)
+        #expect(fromCredential.exitStatus == .wrongPassphrase, "\(fromCredential.stderr)")
+        #expect(!isMounted(mountpoint))
+        let fromOption = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint],
+                                 environment: environment)
+        #expect(fromOption.exitStatus == .success, "\(fromOption.stderr)")
+        #expect(try run(keychainfsBinary, ["unmount", mountpoint]).exitStatus == .success)
     }
 
     /// The shell command of the unit's ExecStart=, as systemd hands it to /bin/sh ($$ is $).
