@@ -1,6 +1,8 @@
 #ifndef KEYCHAINFS_CSYSTEMD_SHIM_H
 #define KEYCHAINFS_CSYSTEMD_SHIM_H
 #include <systemd/sd-bus.h>
+/* sd_notify for Type=notify units: READY=1 once the mount serves, STOPPING=1 at unmount. */
+#include <systemd/sd-daemon.h>
 /* The loop that drives sd-bus is woken through an eventfd; Swift's Glibc module lacks it. */
 #include <sys/eventfd.h>
 

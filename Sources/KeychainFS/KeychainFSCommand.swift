@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 
 @main
 struct KeychainFSCommand: ParsableCommand {
@@ -21,8 +22,16 @@ struct KeychainFSCommand: ParsableCommand {
 
     static func main() {
         ProcessHardening.apply()
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        do throws(MountHelperArguments.Refusal) {
+            let names = Set(configuration.subcommands.map { $0._commandName } + ["help"])
+            if let translated = try MountHelperArguments.translate(arguments, subcommands: names) { arguments = translated }
+        } catch {
+            Terminal.printError(error.message)
+            Glibc.exit(ExitStatus.usage.rawValue)
+        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch {
             exit(withError: error)

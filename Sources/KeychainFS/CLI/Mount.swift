@@ -49,6 +49,10 @@ struct Mount: ParsableCommand {
     @Option(name: .customLong("passphrase-fd"), help: .private)
     var passphraseFD: Int32?
 
+    /// A mount flag from mount(8)'s `-o` (see MountHelperArguments), for the kernel to enforce.
+    @Option(name: .customLong("kernel-option"), help: .private)
+    var kernelOptions: [String] = []
+
     @Argument(help: "An empty directory.")
     var mountpoint: String
 
@@ -64,16 +68,26 @@ struct Mount: ParsableCommand {
         }
         if replace && !secretService { throw ValidationError("--replace goes with --secret-service") }
         guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
+        if let unknown = kernelOptions.first(where: { !MountHelperArguments.kernelOptions.contains($0) }) {
+            throw ValidationError("--kernel-option takes \(MountHelperArguments.kernelOptions.sorted().joined(separator: " or ")), not \(unknown)")
+        }
     }
 
     func run() throws {
-        let request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf,
+        var vault = vault
+        // Under systemd with LoadCredential=passphrase:FILE, nothing else needs saying.
+        if vault.secret.passphraseFile == nil, vault.secret.passphraseCommand == nil, passphraseFD == nil,
+           let credential = ServiceManager.passphraseCredential() {
+            vault.secret.passphraseFile = credential
+        }
+        var request = MountRequest(vault: vault, mountpoint: mountpoint, kdf: kdf,
                                    idleLockSeconds: idleLock.flatMap(LockTriggers.parseDuration),
                                    confirmCommand: confirmWith,
                                    confirmRememberSeconds: LockTriggers.parseDuration(confirmRemember) ?? 300,
                                    confirmTimeoutSeconds: confirmTimeout ?? 30,
                                    accessLog: AccessLogBounds(days: logDays, entries: logEntries),
                                    secretService: secretService, replaceSecretService: replace)
+        request.kernelOptions = kernelOptions
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

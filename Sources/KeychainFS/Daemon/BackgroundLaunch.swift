@@ -25,7 +25,7 @@ enum BackgroundLaunch {
         posix_spawn_file_actions_adddup2(&actions, ready.write, 3)
         posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
 
-        let arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
+        var arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
                          "--vault", vaultPath, "--kdf", request.kdf.rawValue]
             + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
             + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
@@ -34,6 +34,8 @@ enum BackgroundLaunch {
             + (request.secretService ? ["--secret-service"] : []) + (request.replaceSecretService ? ["--replace"] : [])
             + (request.vault.secret.passphraseCommand.map { ["--extpass", $0] } ?? [])
             + [mountpoint]
+        // Before the mountpoint, on a line of its own: one more term is too many for the type checker.
+        arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

@@ -37,12 +37,14 @@ enum DaemonLog {
         case unlockPromptWithoutCommand
         case unlockPromptFailed(VaultError)
         case defaultCollectionFailed(VaultError)
+        case notifyFailed(errno: Int32)
 
         var priority: Int32 {
             switch self {
             case .started, .stopped, .secretServiceStarted: LOG_INFO
             case .secretServiceEnded, .unlockPromptWithoutCommand, .unlockPromptFailed: LOG_NOTICE
             case .defaultCollectionFailed: LOG_ERR
+            case .notifyFailed: LOG_ERR
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
             case .confirmation: LOG_NOTICE
@@ -106,6 +108,8 @@ enum DaemonLog {
                 "an unlock prompt did not unlock: " + (error == .wrongPassphrase ? "wrong passphrase" : DaemonLog.errnoName(error.errno))
             case .defaultCollectionFailed(let error):
                 "cannot make the default collection (login): \(DaemonLog.errnoName(error.errno))"
+            case .notifyFailed(let code):
+                "cannot tell systemd through NOTIFY_SOCKET (\(DaemonLog.errnoName(code))): a Type=notify unit will not see the mount's state"
             case .accessLogWriteFailed(let error, let entries):
                 // The errno only, as for stores: nothing of an entry reaches the system log.
                 "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
@@ -155,6 +159,7 @@ enum DaemonLog {
     static func unlockPromptWithoutCommand() { record(.unlockPromptWithoutCommand) }
     static func unlockPromptFailed(_ error: VaultError) { record(.unlockPromptFailed(error)) }
     static func defaultCollectionFailed(_ error: VaultError) { record(.defaultCollectionFailed(error)) }
+    static func notifyFailed(errno code: Int32) { record(.notifyFailed(errno: code)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

@@ -82,6 +82,7 @@ enum MountDaemon {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
+            ServiceManager.notifyReady(status: announcement)
         }
         // Nothing is mounted here (checked), so a record of this mountpoint is one its daemon
         // left when it died; the control server takes over its socket's path.
@@ -98,6 +99,7 @@ enum MountDaemon {
             : nil
         var served = false
         defer {
+            if served { ServiceManager.notifyStopping() }
             // The bus first: no call is answered once the wipe begins.
             secretService?.stop()
             // Wipe first: the control socket disappearing last tells watchers it is done.
@@ -121,7 +123,7 @@ enum MountDaemon {
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         do throws(FUSESession.MountFailure) {
-            try FUSESession.serve(fileSystem, at: mountpoint)
+            try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions)
             served = true
         } catch {
             throw CommandFailure(message: error.message, status: .mountFailure)

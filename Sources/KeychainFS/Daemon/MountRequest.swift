@@ -19,6 +19,8 @@ struct MountRequest {
     var secretService = false
     /// Take org.freedesktop.secrets over from its owner.
     var replaceSecretService = false
+    /// Mount flags from mount(8)'s `-o` that the kernel enforces for us (ro, noexec).
+    var kernelOptions: [String] = []
 }
 
 extension MountRequest {

@@ -9,10 +9,11 @@ enum FUSESession {
         let message: String
     }
 
-    static func serve(_ fileSystem: FileSystem, at mountpoint: String) throws(MountFailure) {
+    /// `kernelOptions`: mount flags asked for through mount(8) (ro, noexec), passed to the kernel.
+    static func serve(_ fileSystem: FileSystem, at mountpoint: String, kernelOptions: [String] = []) throws(MountFailure) {
         var ops = FUSEOperations.table()
         // Only the mounting user can reach the mount (no allow_other); the kernel checks modes.
-        let arguments = ["keychainfs", "-o", "fsname=keychainfs,subtype=keychainfs,default_permissions,noatime"]
+        let arguments = ["keychainfs", "-o", (["fsname=keychainfs,subtype=keychainfs,default_permissions,noatime"] + kernelOptions).joined(separator: ",")]
         // libfuse may keep the vector and its strings: both live for the whole process.
         let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
         for (index, argument) in arguments.enumerated() { argv[index] = strdup(argument) }
