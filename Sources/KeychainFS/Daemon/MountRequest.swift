@@ -19,6 +19,8 @@ struct MountRequest {
     var secretService = false
     /// Take org.freedesktop.secrets over from its owner.
     var replaceSecretService = false
+    /// Lock when logind says the session locked or the machine is about to sleep.
+    var lockOnScreenLock = false
 }
 
 extension MountRequest {
