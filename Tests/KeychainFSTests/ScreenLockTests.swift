@@ -138,7 +138,7 @@ final class LogindStandIn {
         _ = try ForegroundDaemon(f, mountpoint: mountpoint, extra: ["--lock-on-screen-lock"], standardError: logFile,
                                  environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + f.directory + "/no-bus"])
         defer { _ = try? run(keychainfsBinary, ["unmount", mountpoint]) }
-        #expect(eventually { procText(logFile).contains("\(mountpoint): --lock-on-screen-lock: cannot follow logind") },
+        #expect(eventually { procText(logFile).contains("\(mountpoint): --lock-on-screen-lock: cannot follow logind on the system bus (cannot connect to the system bus at") },
                 "\(procText(logFile))")
         #expect(writeFile(mountpoint + "/token", Array("secret".utf8)) == 0)
         #expect(readFile(mountpoint + "/token") == Array("secret".utf8))

@@ -89,11 +89,12 @@ final class BusConnection: @unchecked Sendable {
     /// Connects to the system bus: DBUS_SYSTEM_BUS_ADDRESS, else the standard socket.
     static func system() throws(BusError) -> BusConnection {
         let named = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? ""
-        return try connect(address: named.isEmpty ? "unix:path=/run/dbus/system_bus_socket" : named)
+        return try connect(address: named.isEmpty ? "unix:path=/run/dbus/system_bus_socket" : named, called: "system bus")
     }
 
-    /// Connects to the bus at `address` (a D-Bus address such as unix:path=/run/user/1000/bus).
-    static func connect(address: String) throws(BusError) -> BusConnection {
+    /// Connects to the bus at `address` (a D-Bus address such as unix:path=/run/user/1000/bus);
+    /// `called` is what errors call it.
+    static func connect(address: String, called busName: String = "session bus") throws(BusError) -> BusConnection {
         var created: OpaquePointer?
         var rc = sd_bus_new(&created)
         guard rc >= 0, let bus = created else { throw .connection("cannot create a D-Bus connection: \(errorText(rc))") }
@@ -102,7 +103,7 @@ final class BusConnection: @unchecked Sendable {
         if rc >= 0 { rc = sd_bus_set_description(bus, "keychainfs") }
         guard rc >= 0 else {
             sd_bus_unref(bus)
-            throw .connection("the session bus address \(address) is not usable: \(errorText(rc))")
+            throw .connection("the \(busName) address \(address) is not usable: \(errorText(rc))")
         }
         rc = sd_bus_start(bus)
         var name: UnsafePointer<CChar>?
@@ -110,7 +111,7 @@ final class BusConnection: @unchecked Sendable {
         if rc >= 0 { rc = sd_bus_get_unique_name(bus, &name) }
         guard rc >= 0, let name else {
             sd_bus_flush_close_unref(bus)
-            throw .connection("cannot connect to the session bus at \(address): \(errorText(rc))")
+            throw .connection("cannot connect to the \(busName) at \(address): \(errorText(rc))")
         }
         let wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard wake >= 0 else {

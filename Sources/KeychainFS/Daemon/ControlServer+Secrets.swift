@@ -30,6 +30,8 @@ extension ControlServer {
             let check = listing ? AccessCheck(access: .list, target: .node(node.id))
                                 : AccessCheck(access: .read, target: .node(node.id), isItemOpen: true)
             try admit(check, caller)
+            // An access like any other: it holds off the idle lock.
+            fileSystem.noteActivity()
             let reply = try listing ? itemNames(in: path) : fileSystem.vault.read(path)
             ControlSocket.send(connection, "ok \(reply.count)")
             _ = reply.withUnsafeBytes { Terminal.writeAll(connection, $0) }
