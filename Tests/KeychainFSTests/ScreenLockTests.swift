@@ -10,20 +10,34 @@ final class LogindStandIn {
     let bus: PrivateSessionBus
     private let connection: BusConnection
     private let asked = Recorded<UInt32>()
+    private let askedByID = Recorded<String>()
     private let ended = ThreadResult<BusConnection.Ended>()
 
-    init() throws {
+    /// `sessionOfPID` false: GetSessionByPID answers NoSessionForPID, as for a process that
+    /// `systemd --user` started, and only GetSession("test") finds the session.
+    init(sessionOfPID: Bool = true) throws {
         bus = try PrivateSessionBus()
         connection = try BusConnection.connect(address: bus.address)
         try connection.requestName(ScreenLockWatcher.logind, replace: false)
-        let asked = asked
+        let asked = asked, askedByID = askedByID
         try connection.serve(prefix: ScreenLockWatcher.managerPath) { call in
-            guard call.interface == ScreenLockWatcher.managerInterface, call.member == "GetSessionByPID" else {
+            guard call.interface == ScreenLockWatcher.managerInterface else { return call.replyError(.unknownMethod(call.member)) }
+            var arguments = call.arguments()
+            switch call.member {
+            case "GetSessionByPID":
+                guard let pid = try? arguments.uint32() else { return call.replyError(.invalidArgs("a pid expected")) }
+                asked.append(pid)
+                guard sessionOfPID else {
+                    return call.replyError(BusError(name: "org.freedesktop.login1.NoSessionForPID", message: "PID \(pid) does not belong to any known session"))
+                }
+            case "GetSession":
+                guard let id = try? arguments.string(), id == "test" else {
+                    return call.replyError(BusError(name: "org.freedesktop.login1.NoSuchSession", message: "no such session"))
+                }
+                askedByID.append(id)
+            default:
                 return call.replyError(.unknownMethod(call.member))
             }
-            var arguments = call.arguments()
-            guard let pid = try? arguments.uint32() else { return call.replyError(.invalidArgs("a pid expected")) }
-            asked.append(pid)
             call.reply { (writer: inout BusWriter) throws(BusError) in try writer.objectPath(LogindStandIn.session) }
         }
         let connection = connection, ended = ended
@@ -41,6 +55,8 @@ final class LogindStandIn {
 
     /// The pids that asked for their session.
     var askedPIDs: [UInt32] { asked.all }
+    /// The session ids asked for.
+    var askedIDs: [String] { askedByID.all }
 
     enum Signal {
         case lock(session: String)
@@ -107,6 +123,17 @@ final class LogindStandIn {
             let unlocked = try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint])
             try #require(unlocked.exitStatus == .success, "\(unlocked.stderr)")
         }
+    }
+
+    @Test func aDaemonInNoSessionFollowsTheOneXDGSessionIDNames() throws {
+        let logind = try LogindStandIn(sessionOfPID: false)
+        let m = try MountFixture()
+        try m.unmount()
+        let mounted = try m.mount(extra: ["--lock-on-screen-lock"], environment: logind.environment.merging(["XDG_SESSION_ID": "test"]) { $1 })
+        try #require(mounted.exitStatus == .success, "\(mounted.stderr)")
+        try #require(eventually { logind.askedIDs == ["test"] }, "the daemon never asked logind for session test")
+        logind.send(.lock(session: LogindStandIn.session))
+        #expect(eventually { (try? status(m.mountpoint).locked) == true })
     }
 
     @Test func anotherSessionsLockAnUnlockedHintAndAWakeUpDoNothing() throws {
