@@ -34,6 +34,15 @@ static inline int clinux_peer_uid(int fd, uid_t *uid) {
     return rc;
 }
 
+/* The whole of SO_PEERCRED: the peer's process, user and group at connect time. */
+static inline int clinux_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct { pid_t pid; uid_t uid; gid_t gid; } credentials;
+    socklen_t length = sizeof credentials;
+    int rc = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length);
+    if (rc == 0) { *pid = credentials.pid; *uid = credentials.uid; *gid = credentials.gid; }
+    return rc;
+}
+
 /* cachestat(2) (Linux 6.5) has no glibc wrapper; tests use it to see what the page cache holds. */
 static inline long clinux_cached_pages(int fd) {
     struct { unsigned long long off, len; } range = { 0, 0 };

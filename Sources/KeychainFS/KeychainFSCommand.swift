@@ -16,7 +16,7 @@ struct KeychainFSCommand: ParsableCommand {
         subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
                        AttributeCommand.self, LabelCommand.self, ClassCommand.self, FindItems.self, List.self, Remove.self,
                        MakeDictionary.self, Move.self, Allow.self, Disallow.self, Rules.self, LogCommand.self,
-                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self],
+                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self],
         defaultSubcommand: Mount.self
     )
 

@@ -10,9 +10,11 @@ final class ForegroundDaemon {
     let mountpoint: String
 
     /// `standardError`: a file to collect what the daemon says there (nothing kept by default).
-    init(_ fixture: CLIFixture, mountpoint: String, vault: String? = nil, extra: [String] = [], standardError: String? = nil) throws {
+    init(_ fixture: CLIFixture, mountpoint: String, vault: String? = nil, extra: [String] = [], standardError: String? = nil,
+         environment: [String: String] = [:]) throws {
         self.mountpoint = mountpoint
         process.executableURL = URL(fileURLWithPath: keychainfsBinary)
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.arguments = ["mount", "-f", "--vault", vault ?? fixture.vault, "--passphrase-file", fixture.passphraseFile] + extra + [mountpoint]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice

@@ -28,9 +28,9 @@ final class MountFixture {
     func path(_ relative: String) -> String { mountpoint + "/" + relative }
 
     @discardableResult
-    func mount(passphraseFile: String? = nil, extra: [String] = []) throws -> RunResult {
+    func mount(passphraseFile: String? = nil, extra: [String] = [], environment: [String: String] = [:]) throws -> RunResult {
         try run(keychainfsBinary, ["mount", "--vault", cli.vault, "--passphrase-file", passphraseFile ?? cli.passphraseFile,
-                                   "--kdf", "interactive"] + extra + [mountpoint])
+                                   "--kdf", "interactive"] + extra + [mountpoint], environment: environment)
     }
 
     @discardableResult

@@ -31,6 +31,7 @@ final class BusConnection: @unchecked Sendable {
     private var nameLost = false
     /// Handlers stay alive here; sd-bus holds them unretained as userdata.
     private var handlers: [Handler] = []
+    private var signalHandlers: [SignalHandler] = []
 
     private struct Shared {
         var work: [@Sendable () -> Void] = []
@@ -45,6 +46,18 @@ final class BusConnection: @unchecked Sendable {
             self.connection = connection
             self.serve = serve
         }
+    }
+
+    private final class SignalHandler {
+        let handle: (String, inout BusReader) throws(BusError) -> Void
+        init(_ handle: @escaping (String, inout BusReader) throws(BusError) -> Void) { self.handle = handle }
+    }
+
+    /// Holds a reference to a received message for as long as a reader of it lives.
+    private final class HeldReference {
+        let message: OpaquePointer
+        init(_ message: OpaquePointer) { self.message = sd_bus_message_ref(message) }
+        deinit { sd_bus_message_unref(message) }
     }
 
     private init(bus: OpaquePointer, uniqueName: String, wakeDescriptor: Int32) {
@@ -73,8 +86,15 @@ final class BusConnection: @unchecked Sendable {
         return try connect(address: address)
     }
 
-    /// Connects to the bus at `address` (a D-Bus address such as unix:path=/run/user/1000/bus).
-    static func connect(address: String) throws(BusError) -> BusConnection {
+    /// Connects to the system bus: DBUS_SYSTEM_BUS_ADDRESS, else the standard socket.
+    static func system() throws(BusError) -> BusConnection {
+        let named = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? ""
+        return try connect(address: named.isEmpty ? "unix:path=/run/dbus/system_bus_socket" : named, called: "system bus")
+    }
+
+    /// Connects to the bus at `address` (a D-Bus address such as unix:path=/run/user/1000/bus);
+    /// `called` is what errors call it.
+    static func connect(address: String, called busName: String = "session bus") throws(BusError) -> BusConnection {
         var created: OpaquePointer?
         var rc = sd_bus_new(&created)
         guard rc >= 0, let bus = created else { throw .connection("cannot create a D-Bus connection: \(errorText(rc))") }
@@ -83,7 +103,7 @@ final class BusConnection: @unchecked Sendable {
         if rc >= 0 { rc = sd_bus_set_description(bus, "keychainfs") }
         guard rc >= 0 else {
             sd_bus_unref(bus)
-            throw .connection("the session bus address \(address) is not usable: \(errorText(rc))")
+            throw .connection("the \(busName) address \(address) is not usable: \(errorText(rc))")
         }
         rc = sd_bus_start(bus)
         var name: UnsafePointer<CChar>?
@@ -91,7 +111,7 @@ final class BusConnection: @unchecked Sendable {
         if rc >= 0 { rc = sd_bus_get_unique_name(bus, &name) }
         guard rc >= 0, let name else {
             sd_bus_flush_close_unref(bus)
-            throw .connection("cannot connect to the session bus at \(address): \(errorText(rc))")
+            throw .connection("cannot connect to the \(busName) at \(address): \(errorText(rc))")
         }
         let wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard wake >= 0 else {
@@ -326,6 +346,55 @@ final class BusConnection: @unchecked Sendable {
             throw .failed("the bus did not tell the process id and user of \(peer)")
         }
         return (pid, uid)
+    }
+
+    /// Before run(), or on the loop thread: calls `handler` on the loop thread with the body of
+    /// every signal that matches (nil: any sender or path), given the signal's object path and
+    /// a reader of its body. A handler's error is dropped: a signal of the wrong shape is no
+    /// one's to answer.
+    func onSignal(sender: String?, path: String?, interface: String, member: String,
+                  _ handler: @escaping (_ path: String, _ body: inout BusReader) throws(BusError) -> Void) throws(BusError) {
+        precondition(isLoopThread, "a D-Bus match added off the loop thread")
+        let box = SignalHandler(handler)
+        let rc = sd_bus_match_signal(bus, nil, sender, path, interface, member, { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            let box = Unmanaged<SignalHandler>.fromOpaque(userdata).takeUnretainedValue()
+            let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""
+            var reader = BusReader(message: message, owner: HeldReference(message))
+            try? box.handle(path, &reader)
+            return 0
+        }, Unmanaged.passUnretained(box).toOpaque())
+        guard rc >= 0 else { throw .connection("cannot watch for the signal \(interface).\(member): \(BusConnection.errorText(rc))") }
+        signalHandlers.append(box)
+    }
+
+    /// Before run(), or on the loop thread: calls a method and waits for its reply (at most
+    /// `timeout`); the reply's body, or the error it carries.
+    func call(destination: String, path: String, interface: String, member: String, timeout: Duration = .seconds(10),
+              _ body: (inout BusWriter) throws(BusError) -> Void = { _ in }) throws(BusError) -> BusReader {
+        precondition(isLoopThread, "a D-Bus call made off the loop thread")
+        var created: OpaquePointer?
+        var rc = sd_bus_message_new_method_call(bus, &created, destination, path, interface, member)
+        guard rc >= 0, let call = created else {
+            throw .failed("cannot create the call \(interface).\(member): \(BusConnection.errorText(rc))")
+        }
+        defer { sd_bus_message_unref(call) }
+        var writer = BusWriter(message: call)
+        try body(&writer)
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        let microseconds = UInt64(timeout.components.seconds) * 1_000_000
+        rc = sd_bus_call(bus, call, microseconds, &error, &reply)
+        guard rc >= 0, let reply else {
+            if let name = error.name {
+                throw BusError(name: String(cString: name), message: error.message.map { String(cString: $0) } ?? "")
+            }
+            throw .failed("\(destination) did not answer \(interface).\(member): \(BusConnection.errorText(rc))")
+        }
+        let held = HeldReference(reply)
+        sd_bus_message_unref(reply)
+        return BusReader(message: held.message, owner: held)
     }
 
     /// sd-bus returns negative errno values.

@@ -43,6 +43,10 @@ struct Mount: ParsableCommand {
     @Flag(help: "With --secret-service: take org.freedesktop.secrets over from the process that owns it.")
     var replace = false
 
+    @Flag(name: .customLong("lock-on-screen-lock"),
+          help: "Lock when logind (system bus) locks the session or the machine is about to sleep.")
+    var lockOnScreenLock = false
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -86,7 +90,8 @@ struct Mount: ParsableCommand {
                                    confirmRememberSeconds: LockTriggers.parseDuration(confirmRemember) ?? 300,
                                    confirmTimeoutSeconds: confirmTimeout ?? 30,
                                    accessLog: AccessLogBounds(days: logDays, entries: logEntries),
-                                   secretService: secretService, replaceSecretService: replace)
+                                   secretService: secretService, replaceSecretService: replace,
+                                   lockOnScreenLock: lockOnScreenLock)
         request.kernelOptions = kernelOptions
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)

@@ -32,6 +32,7 @@ enum BackgroundLaunch {
             + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
             + ["--log-days", "\(request.accessLog.days)", "--log-entries", "\(request.accessLog.entries)"]
             + (request.secretService ? ["--secret-service"] : []) + (request.replaceSecretService ? ["--replace"] : [])
+            + (request.lockOnScreenLock ? ["--lock-on-screen-lock"] : [])
             + (request.vault.secret.passphraseCommand.map { ["--extpass", $0] } ?? [])
             + [mountpoint]
         // Before the mountpoint, on a line of its own: one more term is too many for the type checker.

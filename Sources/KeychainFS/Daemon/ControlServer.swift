@@ -5,11 +5,12 @@ import VaultCore
 /// The control socket of a mount: `lock`, `unlock` (with a passphrase) and `status`, one
 /// request per connection, from the mounting user or root only (SO_PEERCRED).
 ///
-/// Requests are a line: `lock`, `status`, or `unlock N` followed by N passphrase bytes.
-/// Replies are a line: `ok ...` or `error STATUS MESSAGE`.
+/// Requests are a line: `lock`, `status`, or `unlock N` followed by N passphrase bytes; or
+/// `read N` / `list N` followed by an N-byte item path (`keychainfs exec`, see
+/// ControlServer+Secrets). Replies are a line: `ok ...` or `error STATUS MESSAGE`.
 final class ControlServer: Sendable {
     let path: String
-    private let fileSystem: FileSystem
+    let fileSystem: FileSystem
     private let mountpoint: String
     private let vaultPath: String
     private let idleLockSeconds: Int?
@@ -50,8 +51,8 @@ final class ControlServer: Sendable {
     }
 
     private func serve(_ connection: Int32) {
-        var peer: uid_t = 0
-        let peerKnown = clinux_peer_uid(connection, &peer) == 0
+        var peer: uid_t = 0, peerPID: pid_t = 0, peerGroup: gid_t = 0
+        let peerKnown = clinux_peer_credentials(connection, &peerPID, &peer, &peerGroup) == 0
         guard peerKnown, peer == getuid() || peer == 0 else {
             refuse(connection, .peerNotAllowed(uid: peerKnown ? peer : nil), .failure, "permission denied: not the mounting user")
             return
@@ -89,6 +90,14 @@ final class ControlServer: Sendable {
             } catch {
                 ControlSocket.sendError(connection, ExitStatus.code(for: error), error.description)
             }
+        case "read", "list":
+            guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
+                  (1...ControlServer.maximumPathBytes).contains(count) else {
+                refuse(connection, .malformedRead, .usage, "malformed \(words[0]) request")
+                return
+            }
+            serveSecret(connection, listing: words[0] == "list", pathBytes: count,
+                        caller: RequestContext(uid: peer, gid: peerGroup, pid: peerPID))
         default:
             refuse(connection, .unknownRequest, .usage, "unknown request")
         }
@@ -96,7 +105,7 @@ final class ControlServer: Sendable {
 
     /// The client hears why; the log hears it too, since a refused client may be no one the
     /// mounting user knows of.
-    private func refuse(_ connection: Int32, _ refusal: DaemonLog.Refusal, _ status: ExitStatus, _ reply: String) {
+    func refuse(_ connection: Int32, _ refusal: DaemonLog.Refusal, _ status: ExitStatus, _ reply: String) {
         DaemonLog.refusedControlRequest(refusal)
         ControlSocket.sendError(connection, status, reply)
     }

@@ -103,11 +103,14 @@ enum ControlSocket {
         writeMore(fd)
         let reply = readLine(fd)
         if reply.hasPrefix("ok") { return String(reply.dropFirst(3)) }
-        if reply.hasPrefix("error ") {
-            let rest = reply.dropFirst(6)
-            throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),
-                                 status: ExitStatus(reported: rest.prefix { $0 != " " }))
-        }
-        throw CommandFailure(message: "the daemon gave no answer", status: .failure)
+        throw failure(reply)
+    }
+
+    /// What a reply other than `ok ...` means for the command.
+    static func failure(_ reply: String) -> CommandFailure {
+        guard reply.hasPrefix("error ") else { return CommandFailure(message: "the daemon gave no answer", status: .failure) }
+        let rest = reply.dropFirst(6)
+        return CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),
+                              status: ExitStatus(reported: rest.prefix { $0 != " " }))
     }
 }

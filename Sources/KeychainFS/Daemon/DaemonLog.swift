@@ -14,6 +14,8 @@ enum DaemonLog {
         case unknownRequest
         case malformedUnlock
         case shortPassphrase
+        case malformedRead
+        case shortPath
     }
 
     enum Event {
@@ -21,6 +23,9 @@ enum DaemonLog {
         case stopped
         case lockedWhenIdle(seconds: Int)
         case lockedBySIGUSR1
+        case lockedByLogind(ScreenLockWatcher.Cause)
+        case logindUnreachable(String)
+        case logindSessionUnknown
         case refused(Refusal)
         case deadMountCleared
         case staleRecordReplaced(deadPID: pid_t)
@@ -45,6 +50,7 @@ enum DaemonLog {
             case .secretServiceEnded, .unlockPromptWithoutCommand, .unlockPromptFailed: LOG_NOTICE
             case .defaultCollectionFailed: LOG_ERR
             case .notifyFailed: LOG_ERR
+            case .lockedByLogind, .logindUnreachable, .logindSessionUnknown: LOG_NOTICE
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
             case .confirmation: LOG_NOTICE
@@ -63,6 +69,16 @@ enum DaemonLog {
                 "locked after \(seconds) s without access"
             case .lockedBySIGUSR1:
                 "locked on SIGUSR1"
+            case .lockedByLogind(.sessionLocked):
+                "locked: logind locked the session"
+            case .lockedByLogind(.lockedHint):
+                "locked: the session's screen locked (LockedHint)"
+            case .lockedByLogind(.sleep):
+                "locked: the machine is about to sleep"
+            case .logindUnreachable(let why):
+                "--lock-on-screen-lock: cannot follow logind on the system bus (\(why)); the mount goes on without it"
+            case .logindSessionUnknown:
+                "--lock-on-screen-lock: this process belongs to no logind session and XDG_SESSION_ID is not set; locking only before sleep"
             case .refused(.peerNotAllowed(let uid)):
                 "refused a control request from " + (uid.map { "uid \($0)" } ?? "a peer whose uid cannot be read")
                     + ": only the mounting user and root may use the mount's socket"
@@ -70,6 +86,10 @@ enum DaemonLog {
                 "refused a control request: unknown request"
             case .refused(.malformedUnlock):
                 "refused a control request: malformed unlock request"
+            case .refused(.malformedRead):
+                "refused a control request: malformed read or list request"
+            case .refused(.shortPath):
+                "refused a control request: the read or list request ended before its path"
             case .refused(.shortPassphrase):
                 "refused a control request: the unlock request ended before its passphrase"
             case .deadMountCleared:
@@ -139,6 +159,9 @@ enum DaemonLog {
     static func stopped() { record(.stopped) }
     static func lockedWhenIdle(seconds: Int) { record(.lockedWhenIdle(seconds: seconds)) }
     static func lockedBySIGUSR1() { record(.lockedBySIGUSR1) }
+    static func lockedByLogind(_ cause: ScreenLockWatcher.Cause) { record(.lockedByLogind(cause)) }
+    static func logindUnreachable(_ why: String) { record(.logindUnreachable(why)) }
+    static func logindSessionUnknown() { record(.logindSessionUnknown) }
     static func refusedControlRequest(_ refusal: Refusal) { record(.refused(refusal)) }
     static func staleRecordReplaced(deadPID: pid_t) { record(.staleRecordReplaced(deadPID: deadPID)) }
     /// For each pending write whose store fails as the mount goes away.

@@ -122,6 +122,7 @@ enum MountDaemon {
         }
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
+        if request.lockOnScreenLock { ScreenLockWatcher.start(fileSystem) }
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions)
             served = true

@@ -21,6 +21,8 @@ struct MountRequest {
     var replaceSecretService = false
     /// Mount flags from mount(8)'s `-o` that the kernel enforces for us (ro, noexec).
     var kernelOptions: [String] = []
+    /// Lock when logind says the session locked or the machine is about to sleep.
+    var lockOnScreenLock = false
 }
 
 extension MountRequest {

@@ -1,0 +1,93 @@
+import Glibc
+import VaultCore
+
+/// Where `keychainfs exec` reads secrets: the daemon of a running mount of the vault, over
+/// its control socket (no passphrase; the access rules judge this process, as they judge any
+/// process reading under the mountpoint), or the vault itself, opened with the passphrase.
+enum SecretSource {
+    case mount(mountpoint: String)
+    case vault(Vault)
+
+    /// The mountpoint of a running mount of the vault at `vaultPath` (absolute), by the
+    /// runtime records of this user's mounts.
+    static func mountpoint(serving vaultPath: String) -> String? {
+        RuntimeState.allRecords().first { $0.vault == vaultPath && ProcessTable.isRunning($0.pid) }?.mountpoint
+    }
+
+    /// The item's bytes, in locked memory.
+    func read(_ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
+        switch self {
+        case .mount(let mountpoint):
+            return try SecretSource.ask(mountpoint, "read", path)
+        case .vault(let vault):
+            do throws(VaultError) {
+                return try vault.read(path)
+            } catch {
+                throw CommandFailure(error)
+            }
+        }
+    }
+
+    /// The items (not dictionaries) directly in the dictionary at `path`, by name.
+    func itemNames(in path: VaultPath) throws(CommandFailure) -> [ItemName] {
+        switch self {
+        case .mount(let mountpoint):
+            let names = try SecretSource.ask(mountpoint, "list", path)
+            return try CommandFailure.vault { () throws(VaultError) in
+                try names.withUnsafeBytes { (bytes) throws(VaultError) in
+                    try bytes.split(separator: 0).map { (name) throws(VaultError) in try ItemName(bytes: name) }
+                }
+            }
+        case .vault(let vault):
+            return try CommandFailure.vault { () throws(VaultError) in
+                try vault.list(path).filter { $0.node.kind == .item }.map(\.name)
+            }
+        }
+    }
+
+    /// One `read` or `list` request; the path goes as bytes after the request line, the
+    /// answer's bytes straight into locked memory.
+    private static func ask(_ mountpoint: String, _ verb: String, _ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
+        let fd = try ControlSocket.connect(to: RuntimeState.socketPath(for: mountpoint))
+        defer { close(fd) }
+        // A `--confirm` rule may keep the answer waiting for the user (30 s by default).
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = try SecretSource.encoded(path)
+        ControlSocket.send(fd, "\(verb) \(request.count)")
+        guard request.withUnsafeBytes({ Terminal.writeAll(fd, $0) }) else {
+            throw CommandFailure(message: "the mount's daemon went away", status: .failure)
+        }
+        return try SecretSource.answer(fd)
+    }
+
+    /// The path's names joined by '/', in locked memory ("/" for the root).
+    private static func encoded(_ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
+        do throws(VaultError) {
+            var request = try SecureBuffer(capacity: 256)
+            let slash: [UInt8] = [UInt8(ascii: "/")]
+            for (index, name) in path.components.enumerated() {
+                if index > 0 { try slash.withUnsafeBytes { raw in Result { () throws(VaultError) in try request.append(raw) } }.get() }
+                try name.withUnsafeBytes { (bytes) throws(VaultError) in try request.append(bytes) }
+            }
+            if path.components.isEmpty { try slash.withUnsafeBytes { raw in Result { () throws(VaultError) in try request.append(raw) } }.get() }
+            return request
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+
+    private static func answer(_ fd: Int32) throws(CommandFailure) -> SecureBuffer {
+        let reply = ControlSocket.readLine(fd, limit: 4096)
+        guard reply.hasPrefix("ok "), let count = Int(reply.dropFirst(3)), count >= 0 else {
+            throw ControlSocket.failure(reply)
+        }
+        do throws(VaultError) {
+            var content = try SecureBuffer(capacity: max(count, 1))
+            if try SecretInput.read(fd, into: &content, exactly: count) { return content }
+        } catch {
+            throw CommandFailure(error)
+        }
+        throw CommandFailure(message: "the mount's daemon stopped in the middle of its answer", status: .failure)
+    }
+}
