@@ -273,5 +273,14 @@ import Testing
         #expect(onTerminal.stdoutText.contains("ETA"))
         #expect(onTerminal.stdoutText.contains("150/150"))
         #expect(try kfs(f, ["ls", "loud"]).stdoutText.split(separator: "\n").count == 150)
+        // verify, over the 300 items and their dictionaries: the same.
+        let verified = try kfs(f, ["verify"])
+        #expect(verified.stderr == "vault verified: every record authenticated\n")
+        let verifyCommand = [keychainfsBinary, "verify", "--vault", f.vault, "--passphrase-file", f.passphraseFile]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let verifiedOnTerminal = try run("/usr/bin/script", ["-qec", verifyCommand, "/dev/null"])
+        #expect(verifiedOnTerminal.status == 0)
+        #expect(verifiedOnTerminal.stdoutText.contains("verify ["))
+        #expect(verifiedOnTerminal.stdoutText.contains("303/303"))
     }
 }
