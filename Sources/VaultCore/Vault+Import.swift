@@ -12,36 +12,36 @@ extension Vault {
         var failing: VaultPath? = nil
         do {
             try writing(naming: .paths) { (store) throws(VaultError) in
-                var changedRules: [VaultPath] = []
+                var logged: [AccessLogEntry] = []
                 for (index, entry) in entries.enumerated() {
                     failing = entry.path
                     switch entry.kind {
                     case .item:
-                        try importItem(entry, replacing: replacing, in: store)
+                        try importItem(entry, replacing: replacing, logging: &logged, in: store)
                     case .dictionary:
-                        try importDictionary(entry, replacing: replacing, in: store)
+                        try importDictionary(entry, replacing: replacing, logging: &logged, in: store)
                     }
-                    if !entry.rules.isEmpty { changedRules.append(entry.path) }
                     progress(index + 1)
                 }
                 failing = nil
-                // In the same transaction: rules never change without their log entries.
-                if !changedRules.isEmpty { try appendAccessLog(changedRules.map { Vault.ownChange(.ruleChange, at: $0) }, in: store) }
+                // In the same transaction, as `allow` and `class` do: rules and classes never change without their entries.
+                if !logged.isEmpty { try appendAccessLog(logged, in: store) }
             }
         } catch {
             throw ImportFailure(entry: failing, error: error)
         }
     }
 
-    private func importItem(_ entry: PortableEntry, replacing: Bool, in store: NodeStore) throws(VaultError) {
+    private func importItem(_ entry: PortableEntry, replacing: Bool, logging logged: inout [AccessLogEntry],
+                            in store: NodeStore) throws(VaultError) {
         switch entry.content {
-        case .some(let content): try importItem(entry, content: content, replacing: replacing, in: store)
-        case .none: try importItem(entry, content: try SecureBuffer(capacity: 0), replacing: replacing, in: store)
+        case .some(let content): try importItem(entry, content: content, replacing: replacing, logging: &logged, in: store)
+        case .none: try importItem(entry, content: try SecureBuffer(capacity: 0), replacing: replacing, logging: &logged, in: store)
         }
     }
 
     private func importItem(_ entry: PortableEntry, content: borrowing SecureBuffer, replacing: Bool,
-                            in store: NodeStore) throws(VaultError) {
+                            logging logged: inout [AccessLogEntry], in store: NodeStore) throws(VaultError) {
         guard let name = entry.path.lastComponent else { throw .invalidArgument("the path names the root dictionary") }
         try checkItemSize(content.count)
         let parent = try importedDictionary(at: entry.path.parent, in: store)
@@ -57,6 +57,7 @@ extension Vault {
                 changed.accessibility = accessibility
                 target = NodeRecord(place: existing.place, parent: existing.parent, attributes: changed)
                 if accessibility == .afterFirstUnlock { try store.resealAncestorsInCurrentLayout(from: parent.id) }
+                logged.append(Vault.ownChange(.classChange, at: entry.path))
             }
             _ = try store.writeContent(content, of: target, modified: .now())
             record = try store.existingRecord(existing.id)
@@ -73,10 +74,14 @@ extension Vault {
         _ = try store.attributesChanged(of: try store.existingRecord(record.id), at: .now())
         let rules = entry.rules
         // Each rule change reads and seals every rule again: only when there is one to make.
-        if replaced || !rules.isEmpty { try store.changeRules(of: try store.existingRecord(record.id)) { _ in rules } }
+        if replaced || !rules.isEmpty {
+            try store.changeRules(of: try store.existingRecord(record.id)) { _ in rules }
+            logged.append(Vault.ownChange(.ruleChange, at: entry.path))
+        }
     }
 
-    private func importDictionary(_ entry: PortableEntry, replacing: Bool, in store: NodeStore) throws(VaultError) {
+    private func importDictionary(_ entry: PortableEntry, replacing: Bool, logging logged: inout [AccessLogEntry],
+                                  in store: NodeStore) throws(VaultError) {
         var record = try importedDictionary(at: entry.path, in: store)
         var set: [Attribute] = []
         var removing: [AttributeName] = []
@@ -96,12 +101,16 @@ extension Vault {
         if (replacing || record.attributes.defaultClass == nil) && entry.accessibility != record.attributes.defaultClass {
             _ = try store.changeDefaultClass(of: record, to: entry.accessibility, at: .now())
             record = try store.existingRecord(record.id)
+            logged.append(Vault.ownChange(.classChange, at: entry.path))
         }
         let rules = entry.rules
         guard replacing || !rules.isEmpty else { return }
+        var changed = false
         try store.changeRules(of: record) { (current) throws(VaultError) -> [AccessRule] in
-            replacing || current.isEmpty ? rules : current
+            changed = replacing || current.isEmpty
+            return changed ? rules : current
         }
+        if changed { logged.append(Vault.ownChange(.ruleChange, at: entry.path)) }
     }
 
     /// The dictionary at `path`, creating missing ones (0700) on the way.

@@ -205,6 +205,9 @@ import Testing
         #expect(try kfs(target, ["get", "--json", "app/db/password"]).stdoutText.contains("\"class\":\"after-first-unlock\""))
         #expect(try kfs(target, ["class", "web"]).stdoutText == "after-first-unlock\n")
         #expect(try kfs(target, ["rules"]).stdoutText == "app\n    --exe /bin/cat --read-only\napp/token\n    --unit backup.service --confirm\n")
+        // The rules came in as `allow` makes them: with their entries in the access log.
+        let log = try kfs(target, ["log"]).stdoutText.split(separator: "\n").filter { $0.contains("rule-change") }
+        #expect(log.count == 2 && log[0].hasSuffix(" app") && log[1].hasSuffix(" app/token"), "\(log)")
     }
 
     @Test func badArchivesAndHalfFailedImportsLoseNothing() throws {

@@ -12,8 +12,8 @@ enum DotenvParser {
     static func parse(_ bytes: UnsafeRawBufferPointer, file: String, into dictionary: VaultPath) throws(VaultError) -> [PortableEntry] {
         var position = 0
         var line = 1
-        var keys: [String] = []
-        var entries: [String: PortableEntry] = [:]
+        var keys: [ItemName] = []
+        var entries: [ItemName: PortableEntry] = [:]
         func at(_ index: Int) -> UInt8? { index < bytes.count ? bytes[index] : nil }
         func isBlank(_ byte: UInt8?) -> Bool { byte == 0x20 || byte == 0x09 }
         func failure(_ reason: String) -> VaultError { .invalidArgument("\(file), line \(line): \(reason)") }
@@ -37,61 +37,53 @@ enum DotenvParser {
             }
             let keyStart = position
             while let byte = at(position), isKeyByte(byte) { position += 1 }
-            let key = String(decoding: bytes[keyStart..<position], as: UTF8.self)
-            guard !key.isEmpty, !(key.first!.isNumber) else { throw failure("expected KEY=VALUE") }
+            guard position > keyStart, !(0x30...0x39).contains(bytes[keyStart]) else { throw failure("expected KEY=VALUE") }
+            let key = try ItemName(bytes: UnsafeRawBufferPointer(rebasing: bytes[keyStart..<position]))
             skipBlanks()
             guard at(position) == UInt8(ascii: "=") else { throw failure("expected '=' after \(key)") }
             position += 1
             skipBlanks()
-            var value = try SecureBuffer(capacity: max(bytes.count - position, 1))
-            let quote = at(position)
-            if quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'") || quote == UInt8(ascii: "`") {
+            var value: SecureBuffer
+            if let quote = at(position), quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'") || quote == UInt8(ascii: "`") {
+                // Where the value ends first, so its buffer is no bigger than it.
+                var close = position + 1
+                while let byte = at(close), byte != quote { close += quote == UInt8(ascii: "\"") && byte == UInt8(ascii: "\\") ? 2 : 1 }
+                guard close < bytes.count else { throw failure("the quoted value of \(key) is not closed") }
+                value = try SecureBuffer(capacity: close - position - 1)
                 position += 1
-                let startLine = line
-                var closed = false
-                try value.withUnsafeMutableStorage { (out) throws(VaultError) -> Int in
-                    var count = 0
-                    while let byte = at(position) {
-                        position += 1
-                        if byte == quote { closed = true; break }
-                        if byte == 0x0A { line += 1 }
-                        var emitted = byte
-                        if quote == UInt8(ascii: "\""), byte == UInt8(ascii: "\\"), let next = at(position) {
-                            switch next {
-                            case UInt8(ascii: "n"): emitted = 0x0A
-                            case UInt8(ascii: "r"): emitted = 0x0D
-                            case UInt8(ascii: "t"): emitted = 0x09
-                            case UInt8(ascii: "\""), UInt8(ascii: "\\"): emitted = next
-                            default: emitted = byte
-                            }
-                            if emitted != byte || next == UInt8(ascii: "\\") { position += 1 }
-                        }
-                        out[count] = emitted
-                        count += 1
-                    }
-                    return count
-                }
-                guard closed else {
-                    line = startLine
-                    throw failure("the quoted value of \(key) is not closed")
-                }
-                try endOfLine()
-            } else {
                 value.withUnsafeMutableStorage { out in
                     var count = 0
-                    while let byte = at(position), byte != 0x0A {
-                        // A comment starts at a '#' after a blank.
-                        if byte == UInt8(ascii: "#"), count == 0 || isBlank(out[count - 1]) { break }
+                    while position < close {
+                        var byte = bytes[position]
+                        position += 1
+                        if byte == 0x0A { line += 1 }
+                        if quote == UInt8(ascii: "\""), byte == UInt8(ascii: "\\"), position < close {
+                            switch bytes[position] {
+                            case UInt8(ascii: "n"): byte = 0x0A
+                            case UInt8(ascii: "r"): byte = 0x0D
+                            case UInt8(ascii: "t"): byte = 0x09
+                            case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte = bytes[position]
+                            default: position -= 1  // kept as written, backslash and all
+                            }
+                            position += 1
+                        }
                         out[count] = byte
                         count += 1
-                        position += 1
                     }
-                    while count > 0, isBlank(out[count - 1]) || out[count - 1] == 0x0D { count -= 1; out[count] = 0 }
                     return count
                 }
-                try endOfLine()
+                position = close + 1
+            } else {
+                // Up to the line's end or a comment ('#' after a blank, or first), trimmed.
+                var end = position
+                while let byte = at(end), byte != 0x0A, !(byte == UInt8(ascii: "#") && (end == position || isBlank(at(end - 1)))) { end += 1 }
+                var trimmed = end
+                while trimmed > position, isBlank(at(trimmed - 1)) || at(trimmed - 1) == 0x0D { trimmed -= 1 }
+                value = try SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: bytes[position..<trimmed]))
+                position = end
             }
-            let entry = PortableEntry(item: dictionary.appending(try ItemName(key)), content: value)
+            try endOfLine()
+            let entry = PortableEntry(item: dictionary.appending(key), content: value)
             if entries.updateValue(entry, forKey: key) == nil { keys.append(key) }
         }
         return keys.map { entries[$0]! }
