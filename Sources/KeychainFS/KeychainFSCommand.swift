@@ -13,10 +13,12 @@ struct KeychainFSCommand: ParsableCommand {
             Exit statuses:
             \(ExitStatus.summary)
             """,
+        version: KeychainFSVersion.current,
         subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
                        AttributeCommand.self, LabelCommand.self, ClassCommand.self, FindItems.self, List.self, Remove.self,
                        MakeDictionary.self, Move.self, Allow.self, Disallow.self, Rules.self, LogCommand.self,
-                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self],
+                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self,
+                       ImportCommand.self, ExportCommand.self],
         defaultSubcommand: Mount.self
     )
 

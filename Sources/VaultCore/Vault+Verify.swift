@@ -8,8 +8,9 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible {
 extension Vault {
     /// Decrypts and authenticates every record, and checks that each sits where it claims to
     /// (its tag, its parent, its dictionary's entry and subdictionary counts). Returns every failure found; an
-    /// empty list means all is well.
-    public func verify() throws(VaultError) -> [IntegrityProblem] {
+    /// empty list means all is well. `progress` is told of each record as it is checked
+    /// (its number and the number of records).
+    public func verify(progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws(VaultError) -> [IntegrityProblem] {
         try reading(naming: .paths) { (store) throws(VaultError) -> [IntegrityProblem] in
             var problems: [IntegrityProblem] = []
             func report(_ id: NodeID, _ reason: String) {
@@ -31,7 +32,8 @@ extension Vault {
             if let next = try store.storage.nextNodeID(), let highest = kinds.keys.max(), next.rawValue <= highest {
                 problems.append(IntegrityProblem(path: "/", reason: "the node counter was moved back"))
             }
-            for node in nodes {
+            for (index, node) in nodes.enumerated() {
+                progress(index + 1, nodes.count)
                 guard case .row(let row, let hasContent) = node else {
                     guard case .malformed(let id) = node else { continue }
                     problems.append(IntegrityProblem(path: "<record \(id ?? -1)>", reason: "malformed row"))

@@ -19,8 +19,23 @@ struct ClassCommand: ParsableCommand {
     static let inherit = "inherit"
 
     @OptionGroup var vault: VaultOptions
+    @Flag(help: "Print {\"path\", \"kind\", \"class\" (an item's), \"defaultClass\" (a dictionary's own, null for none), \"effectiveDefaultClass\" (what items created in a dictionary get)}.")
+    var json = false
     @Argument(help: "Item or dictionary path.") var path: String
     @Argument(help: "The class to set.") var newClass: String?
+
+    /// `class --json`.
+    struct JSON: Encodable {
+        let path: String
+        let kind: String
+        var `class`: String?
+        var defaultClass: String??
+        var effectiveDefaultClass: String?
+    }
+
+    func validate() throws {
+        if json && newClass != nil { throw ValidationError("--json goes with the printing form only") }
+    }
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
@@ -33,6 +48,17 @@ struct ClassCommand: ParsableCommand {
                 return
             }
             let node = try opened.node(at: target)
+            if json {
+                var output = JSON(path: target.description, kind: node.kind == .item ? "item" : "dictionary")
+                if node.kind == .item {
+                    output.class = node.attributes.accessibility.description
+                } else {
+                    output.defaultClass = .some(node.attributes.defaultClass?.description)
+                    output.effectiveDefaultClass = try opened.effectiveDefaultClass(at: target).description
+                }
+                try JSONOutput.write(output)
+                return
+            }
             switch node.kind {
             case .item:
                 Terminal.writeAll(1, node.attributes.accessibility.description + "\n")

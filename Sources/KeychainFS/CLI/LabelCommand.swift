@@ -16,11 +16,28 @@ struct LabelCommand: ParsableCommand {
 
     @OptionGroup var vault: VaultOptions
     @Flag(help: "Remove the label.") var clear = false
+    @Flag(help: "Print {\"path\", \"label\"} (a string, {\"base64\": ...} when not UTF-8, or null when there is none).")
+    var json = false
+
+    /// `label --json`.
+    struct JSON: Encodable {
+        let path: String
+        let label: AttributeValue?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(path, forKey: .path)
+            try container.encode(label, forKey: .label)  // null, not left out: "no label" is the answer
+        }
+
+        private enum CodingKeys: String, CodingKey { case path, label }
+    }
     @Argument(help: "Item or dictionary path.") var path: String
     @Argument(help: "The new label.") var label: String?
 
     func validate() throws {
         if clear && label != nil { throw ValidationError("give LABEL or --clear, not both") }
+        if json && (clear || label != nil) { throw ValidationError("--json goes with the printing form only") }
     }
 
     func run() throws {
@@ -32,6 +49,8 @@ struct LabelCommand: ParsableCommand {
                 var value = try SecureBuffer(capacity: label.utf8.count)
                 Array(label.utf8).withUnsafeBytes { raw in try! value.append(raw) }  // fits: the capacity is its count
                 try vault.openVault().setProperty(.label, to: consume value, at: target)
+            } else if json {
+                try JSONOutput.write(JSON(path: target.description, label: JSONOutput.label(try vault.openVault().property(.label, at: target))))
             } else {
                 guard let value = try vault.openVault().property(.label, at: target) else {
                     throw .noSuchAttribute("\(target), label")
