@@ -96,6 +96,28 @@ import VaultCore
         #expect(open.stdoutText == "first\n", "\(open.stderr)")
     }
 
+    /// A --confirm rule over exec: asked once, then served (the answer is remembered for the
+    /// second decision, as through the mount), or refused when the dialog says no.
+    @Test func aConfirmRuleAsksForExecsRead() throws {
+        let dialog = try ScriptedConfirmation()
+        let m = try MountFixture()
+        try m.unmount()
+        try #require(try m.mount(extra: ["--confirm-with", dialog.command, "--confirm-remember", "1s"]).exitStatus == .success)
+        try store(m.cli)
+        let keychainfs = try sh("readlink -f '\(keychainfsBinary)'").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        try #require(try m.cli.cli(["allow", "app", "--exe", keychainfs, "--confirm"]).exitStatus == .success)
+        let noPassphrase = m.cli.directory + "/no-such-file"
+        let read = { try self.exec(["--env", "X=app/db-password", "--", "/bin/sh", "-c", "echo $X"], vault: m.vault, passphraseFile: noPassphrase) }
+        try "deny".write(toFile: dialog.directory + "/answer", atomically: true, encoding: .utf8)
+        // Refused by the dialog once the rule applies (within a second).
+        #expect(eventually(within: 3) { (try? read())?.exitStatus == .accessDenied })
+        try "allow".write(toFile: dialog.directory + "/answer", atomically: true, encoding: .utf8)
+        let allowed = try read()
+        #expect(allowed.stdoutText == "pw-1\n", "\(allowed.stderr)")
+        let asked = (try? String(contentsOfFile: dialog.directory + "/asked", encoding: .utf8)) ?? ""
+        #expect(asked.split(separator: "\n").count == 2, "\(asked)")
+    }
+
     @Test func aSignalToExecReachesTheCommandAndTheDirectoryGoes() throws {
         let f = try CLIFixture()
         try store(f)

@@ -41,23 +41,22 @@ extension ControlServer {
     }
 
     /// Throws the refusal unless the rules let `caller` have the access, asking for a
-    /// confirmation (on this request's own thread) when a `--confirm` rule says so.
+    /// confirmation (on this request's own thread) when a `--confirm` rule says so, then
+    /// deciding again as the mount does: a rule may change while the user is asked (answers
+    /// given are remembered, so no one is asked twice for one request; a confirm rule never
+    /// evaluates to allowed, so the second ask is what admits).
     private func admit(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) {
-        var verdict = fileSystem.gate.evaluate([check], caller)
-        // A rule may change while the user is asked: decided again after each answer (answers
-        // given are remembered, so no one is asked twice for one request).
-        for _ in 0..<2 {
-            switch verdict {
-            case .allowed:
-                return
-            case .refused(let error):
-                throw error
-            case .needsConfirmation(let pending):
-                if let denial = fileSystem.gate.confirm(pending) { throw .accessDenied(denial) }
-                verdict = fileSystem.gate.evaluate([check], caller)
-            }
-        }
-        guard case .allowed = verdict else { throw .accessDenied(.confirmationUnavailable("the rules changed twice while asking")) }
+        guard case .needsConfirmation(let pending) = try verdict(check, caller) else { return }
+        if let denial = fileSystem.gate.confirm(pending) { throw .accessDenied(denial) }
+        guard case .needsConfirmation(let again) = try verdict(check, caller) else { return }
+        if let denial = fileSystem.gate.confirm(again) { throw .accessDenied(denial) }
+    }
+
+    /// The gate's verdict; a refusal thrown.
+    private func verdict(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) -> AccessGate.Verdict {
+        let verdict = fileSystem.gate.evaluate([check], caller)
+        if case .refused(let error) = verdict { throw error }
+        return verdict
     }
 
     /// The names of the items (not dictionaries) directly in the dictionary at `path`, each

@@ -50,21 +50,28 @@ extension SecretService {
         let started = HelperThread.start { [self] in
             var answered = decided
             for (index, accesses) in waiting {
-                if let denial = gate.confirm(accesses) { answered[index] = .accessDenied(denial) }
+                answered[index] = decision(after: accesses, on: groups[index], for: caller)
             }
-            let confirmed = answered
-            bus.post { [self] in
-                var final = confirmed
-                for (index, _) in waiting where final[index] == nil {
-                    if case .refused(let error) = gate.evaluate(groups[index], caller) { final[index] = error }
-                }
-                then(final)
-            }
+            let final = answered
+            bus.post { then(final) }
         }
         if !started {
             var refused = outcomes
             for (index, _) in waiting { refused[index] = .accessDenied(.confirmationUnavailable("no thread to ask on")) }
             then(refused)
+        }
+    }
+
+    /// Asks the user, then decides again, as a request through the mount is: the rules may
+    /// have changed while the user was asked (answers given are remembered, so nobody is
+    /// asked twice for one call). nil when allowed. Blocks: helper threads only.
+    private func decision(after pending: [AccessGate.PendingAccess], on checks: [AccessCheck],
+                          for caller: RequestContext) -> VaultError? {
+        if let denial = gate.confirm(pending) { return .accessDenied(denial) }
+        switch gate.evaluate(checks, caller) {
+        case .allowed: return nil
+        case .refused(let error): return error
+        case .needsConfirmation(let again): return gate.confirm(again).map { .accessDenied($0) }
         }
     }
 
