@@ -18,8 +18,9 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux"]),
+        .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux", "CPostgres"]),
         .executableTarget(
             name: "KeychainFS",
             dependencies: [

@@ -26,4 +26,4 @@ install_packages() {
     fi
 }
 
-BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev)
+BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev libpq-dev)

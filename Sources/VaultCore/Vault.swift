@@ -44,7 +44,7 @@ public final class Vault: Sendable {
         let master = try KeyDerivation.randomMasterKey()
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
         let slot = try sealKeySlot(master: master, passphrase: passphrase, parameters: kdf, slotID: 1)
-        let storage = try SQLiteStorage.create(at: path) { (storage) throws(VaultError) in
+        let storage = try VaultLocation.createStorage(at: path) { (storage) throws(VaultError) in
             try storage.setFormatVersion(VaultFormat.version)
             try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit,
                                                  mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit,
@@ -66,7 +66,7 @@ public final class Vault: Sendable {
 
     /// Opens an existing vault with a passphrase.
     public static func open(at path: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
-        let storage = try SQLiteStorage.open(at: path)
+        let storage = try VaultLocation.openStorage(at: path)
         // In one read: another process may upgrade the vault in between, which would make a
         // version read before its header look set back.
         let (version, (vaultID, itemSizeLimit, storedMAC)) = try storage.read { () throws(VaultError) in
@@ -127,7 +127,7 @@ public final class Vault: Sendable {
 
     /// The vault's storage and format version, once that is one this code reads or upgrades.
     private static func openStorage(at path: String) throws(VaultError) -> (any VaultStorage, Int) {
-        let storage = try SQLiteStorage.open(at: path)
+        let storage = try VaultLocation.openStorage(at: path)
         return (storage, try checkedVersion(of: storage, at: path))
     }
 

@@ -77,10 +77,12 @@ final class CLIFixture {
     let vault: String
     let passphraseFile: String
 
-    init(create: Bool = true, kdf: String = "interactive", passphrase: String = "correct horse battery staple") throws {
+    /// `vault`: where the vault is instead of a file in the scratch directory (a PostgreSQL URI).
+    init(create: Bool = true, kdf: String = "interactive", passphrase: String = "correct horse battery staple",
+         vault: String? = nil) throws {
         directory = NSTemporaryDirectory() + "keychainfs-cli-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        vault = directory + "/vaults/test.vault"
+        self.vault = vault ?? directory + "/vaults/test.vault"
         passphraseFile = directory + "/pw"
         try (passphrase + "\n").write(toFile: passphraseFile, atomically: true, encoding: .utf8)
         if create {

@@ -9,8 +9,8 @@ final class MountFixture {
     let cli: CLIFixture
     let mountpoint: String
 
-    init(create: Bool = true, passphrase: String = "correct horse battery staple") throws {
-        cli = try CLIFixture(create: create, passphrase: passphrase)
+    init(create: Bool = true, passphrase: String = "correct horse battery staple", vault: String? = nil) throws {
+        cli = try CLIFixture(create: create, passphrase: passphrase, vault: vault)
         mountpoint = cli.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let mounted = try mount()

@@ -1,9 +1,10 @@
 import Glibc
+import VaultCore
 
 /// Checks a mountpoint before anything is mounted on it, so that errors come as one clear line.
 enum Mountpoint {
     static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
+        if path.hasPrefix("/") || VaultLocation.isPostgreSQL(path) { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buffer, buffer.count) != nil else { return path }
         let cwd = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }

@@ -1,0 +1,47 @@
+/// Where a vault in PostgreSQL is: a libpq connection URI, and after `#` the vault's name
+/// within that database ("default" when there is no fragment). libpq never sees the fragment:
+/// the name scopes every row, so several vaults share one database.
+struct PostgresLocation {
+    /// What libpq connects with.
+    let uri: String
+    let vaultName: String
+    /// The URI without its password, for messages.
+    let displayName: String
+
+    static let defaultVaultName = "default"
+
+    static func isPostgreSQL(_ path: String) -> Bool {
+        path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+    }
+
+    init(_ path: String) throws(VaultError) {
+        var uri = Substring(path)
+        var name = Substring(PostgresLocation.defaultVaultName)
+        if let hash = path.firstIndex(of: "#") {
+            uri = path[..<hash]
+            name = path[path.index(after: hash)...]
+        }
+        // Part of a channel name and of messages: kept to what needs no quoting anywhere.
+        guard (1...40).contains(name.utf8.count),
+              name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }) else {
+            throw .invalidArgument("a PostgreSQL vault's name (after #) is 1 to 40 of a-z, 0-9, _ and -")
+        }
+        self.uri = String(uri)
+        vaultName = String(name)
+        displayName = PostgresLocation.withoutPassword(String(uri)) + "#" + name
+    }
+
+    /// `scheme://user:password@host...` as `scheme://user@host...`.
+    private static func withoutPassword(_ uri: String) -> String {
+        guard let colonSlashSlash = uri.firstIndex(of: ":") else { return uri }
+        let authorityStart = uri.index(colonSlashSlash, offsetBy: 3, limitedBy: uri.endIndex) ?? uri.endIndex
+        let rest = uri[authorityStart...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return uri }
+        return String(uri[..<authorityStart]) + authority[..<colon] + authority[at...] + rest[authorityEnd...]
+    }
+
+    /// The LISTEN/NOTIFY channel of this vault's changes.
+    var channel: String { "keychainfs_" + vaultName }
+}

@@ -1,0 +1,429 @@
+/// A vault in a PostgreSQL database, beside others there: every row carries the vault's name
+/// and every statement scopes by it. One connection per open vault; each method is one
+/// prepared statement (one round trip). What the records mean is NodeStore's business.
+final class PostgresStorage: VaultStorage, @unchecked Sendable {
+    private let db: PostgresConnection
+    private let location: PostgresLocation
+    /// Write transactions this connection committed that the change token sees.
+    private var commits: Int64 = 0
+    /// NOTIFYs from other sessions received on the vault's channel.
+    private var othersCommits: Int64 = 0
+    private var name: PGValue { .text(location.vaultName) }
+
+    private init(db: PostgresConnection, location: PostgresLocation) {
+        self.db = db
+        self.location = location
+    }
+
+    // MARK: the vault's row
+
+    /// Creates the tables if the database has none yet, claims the vault's name and runs
+    /// `populate`, all in one durable transaction. Refuses a name already taken.
+    static func create(at path: String, _ populate: (PostgresStorage) throws(VaultError) -> Void) throws(VaultError) -> PostgresStorage {
+        let location = try PostgresLocation(path)
+        let db = try PostgresConnection(uri: location.uri, displayName: location.displayName)
+        let storage = PostgresStorage(db: db, location: location)
+        try storage.transaction(begin: "BEGIN", durable: true, notify: true) { () throws(VaultError) in
+            try db.execute(PostgresSchema.tables)
+            try storage.checkSchemaVersion()
+            guard try db.run("INSERT INTO vaults (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", [storage.name]) == 1 else {
+                throw .vaultExists(location.displayName)
+            }
+            try populate(storage)
+        }
+        try db.listen(location.channel)
+        return storage
+    }
+
+    /// Connects and checks that the database holds this vault; writes nothing.
+    static func open(at path: String) throws(VaultError) -> PostgresStorage {
+        let location = try PostgresLocation(path)
+        let db = try PostgresConnection(uri: location.uri, displayName: location.displayName)
+        let storage = PostgresStorage(db: db, location: location)
+        guard try db.row("SELECT to_regclass('keychainfs_schema') IS NOT NULL")?.first?.integer == 1 else {
+            throw .vaultNotFound(location.displayName)
+        }
+        try storage.checkSchemaVersion()
+        guard try db.row("SELECT 1 FROM vaults WHERE name = $1", [storage.name]) != nil else {
+            throw .vaultNotFound(location.displayName)
+        }
+        // Before the first read, so no change committed after it goes unnoticed.
+        try db.listen(location.channel)
+        return storage
+    }
+
+    private func checkSchemaVersion() throws(VaultError) {
+        let version = try db.integer("SELECT version FROM keychainfs_schema WHERE singleton = 1")
+        guard version <= PostgresSchema.version else {
+            throw .notAVault(path: location.displayName, reason: "PostgreSQL tables of a newer layout (\(version))")
+        }
+    }
+
+    // MARK: transactions
+
+    private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool,
+                                           _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try db.run(begin)
+        do {
+            if !durable { try db.run("SET LOCAL synchronous_commit = off") }
+            let result = try body()
+            // Delivered at commit, to every other connection listening on the vault.
+            if notify { try db.run("SELECT pg_notify($1, '')", [.text(location.channel)]) }
+            try db.run("COMMIT")
+            return result
+        } catch {
+            _ = try? db.run("ROLLBACK")
+            throw error
+        }
+    }
+
+    func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
+                             _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        let result = try transaction(begin: "BEGIN", durable: durability == .durable, notify: seenByChangeToken) { () throws(VaultError) -> R in
+            // The vault row's lock serialises this vault's writers, as SQLite's write lock does;
+            // every statement after it reads what the previous writer committed.
+            guard try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name]) != nil else {
+                throw .vaultNotFound(location.displayName)
+            }
+            return try body()
+        }
+        if seenByChangeToken { commits += 1 }
+        return result
+    }
+
+    func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+    }
+
+    func changeToken() throws(VaultError) -> StorageChangeToken {
+        othersCommits += Int64(try db.notificationsFromOthers())
+        return StorageChangeToken(commits, othersCommits)
+    }
+
+    // MARK: format
+
+    func formatVersion() throws(VaultError) -> Int {
+        guard let version = try db.row("SELECT format_version FROM vaults WHERE name = $1", [name])?.first?.integer else {
+            throw .vaultNotFound(location.displayName)
+        }
+        return Int(version)
+    }
+
+    func setFormatVersion(_ version: Int) throws(VaultError) {
+        try updateVaultRow("format_version = $2", .integer(Int64(version)))
+    }
+
+    /// The tables are created at the current format; there is no older PostgreSQL layout yet.
+    func prepareStorage(forFormatVersion version: Int) throws(VaultError) {}
+
+    private func updateVaultRow(_ assignment: String, _ value: PGValue) throws(VaultError) {
+        guard try db.run("UPDATE vaults SET \(assignment) WHERE name = $1", [name, value]) == 1 else {
+            throw .integrityFailure("vault header (missing)")
+        }
+    }
+
+    // MARK: header
+
+    func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
+        guard try db.run("UPDATE vaults SET vault_id = $2, item_size_limit = $3, next_node_id = $4, header_mac = $5 WHERE name = $1", [
+            name, .bytes(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(firstNodeID.rawValue), .bytes(header.mac),
+        ]) == 1 else { throw .integrityFailure("vault header (missing)") }
+    }
+
+    func header() throws(VaultError) -> VaultHeader? {
+        guard let row = try db.row("SELECT vault_id, item_size_limit, header_mac FROM vaults WHERE name = $1", [name]),
+              let vaultID = row[0].bytes, let limit = row[1].integer, let mac = row[2].bytes else { return nil }
+        return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
+    }
+
+    func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
+        try updateVaultRow("header_mac = $2", .bytes(mac))
+    }
+
+    func allocateNodeID() throws(VaultError) -> NodeID {
+        guard let id = try db.row("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1",
+                                  [name])?.first?.integer else {
+            throw .integrityFailure("vault header (missing)")
+        }
+        return NodeID(id)
+    }
+
+    func nextNodeID() throws(VaultError) -> NodeID? {
+        try db.row("SELECT next_node_id FROM vaults WHERE name = $1", [name])?.first?.integer.map(NodeID.init)
+    }
+
+    // MARK: key slots
+
+    func keySlots() throws(VaultError) -> [KeySlotRow] {
+        try db.rows("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots WHERE vault = $1 ORDER BY id",
+                    [name]).map { (row) throws(VaultError) in
+            guard let id = row[0].integer, let algorithm = row[1].integer, let ops = row[2].integer,
+                  let mem = row[3].integer, let salt = row[4].bytes, let wrapped = row[5].bytes else {
+                throw .integrityFailure("key slot (malformed row)")
+            }
+            var parameters = KDFParameters(opsLimit: UInt64(bitPattern: ops), memLimit: UInt64(bitPattern: mem))
+            parameters.algorithm = algorithm
+            return KeySlotRow(id: id, parameters: parameters, salt: salt, wrappedMasterKey: wrapped)
+        }
+    }
+
+    func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
+        try db.run("""
+            INSERT INTO key_slots (vault, id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key) VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (vault, id) DO UPDATE SET kdf_algorithm = excluded.kdf_algorithm, kdf_opslimit = excluded.kdf_opslimit,
+                kdf_memlimit = excluded.kdf_memlimit, salt = excluded.salt, wrapped_master_key = excluded.wrapped_master_key
+            """, [
+            name, .integer(slot.id), .integer(slot.parameters.algorithm), .integer(Int64(bitPattern: slot.parameters.opsLimit)),
+            .integer(Int64(bitPattern: slot.parameters.memLimit)), .bytes(slot.salt), .bytes(slot.wrappedMasterKey),
+        ])
+    }
+
+    // MARK: nodes
+
+    private static let nodeColumns = "id, parent, kind, incarnation, name_tag, name, attributes"
+
+    private static func nodeRow(_ row: [PGValue]) -> NodeRow? {
+        guard let id = row[0].integer, let parent = row[1].integer, let kind = row[2].integer, let incarnation = row[3].bytes,
+              let tag = row[4].bytes, let name = row[5].bytes, let attributes = row[6].bytes else { return nil }
+        return NodeRow(id: NodeID(id), parent: NodeID(parent), kind: kind, incarnation: incarnation, nameTag: tag,
+                       sealedName: name, sealedAttributes: attributes)
+    }
+
+    private static func readableNodeRow(_ row: [PGValue]) throws(VaultError) -> NodeRow {
+        guard let node = nodeRow(row) else {
+            throw .integrityFailure("record \(row.first?.integer.map(String.init) ?? "?") (malformed row)")
+        }
+        return node
+    }
+
+    func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
+        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2",
+                                   [name, .integer(id.rawValue)]) else { return nil }
+        return try PostgresStorage.readableNodeRow(row)
+    }
+
+    func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
+        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND name_tag = $3",
+                                   [name, .integer(parent.rawValue), .bytes(nameTag)]) else { return nil }
+        return try PostgresStorage.readableNodeRow(row)
+    }
+
+    func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
+        try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
+                    [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
+    }
+
+    func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
+        try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
+    }
+
+    func parent(of id: NodeID) throws(VaultError) -> NodeID? {
+        try db.row("SELECT parent FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.integer.map(NodeID.init)
+    }
+
+    func everyNode() throws(VaultError) -> [StoredNode] {
+        try db.rows("SELECT \(PostgresStorage.nodeColumns), content IS NOT NULL FROM nodes WHERE vault = $1 ORDER BY id", [name]).map { row in
+            if let node = PostgresStorage.nodeRow(row), let hasContent = row[7].integer {
+                return .row(node, hasContent: hasContent == 1)
+            }
+            return .malformed(id: row[0].integer)
+        }
+    }
+
+    func itemCount() throws(VaultError) -> Int {
+        Int(try db.integer("SELECT count(*) FROM nodes WHERE vault = $1 AND kind = $2", [name, .integer(NodeKind.item.rawValue)]))
+    }
+
+    func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
+    }
+
+    func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
+        try db.run("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
+            name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
+            .bytes(row.nameTag), .bytes(row.sealedName), .bytes(row.sealedAttributes), sealedContent.map(PGValue.bytes) ?? .null,
+        ])
+    }
+
+    func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET attributes = $3 WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue), .bytes(sealedAttributes)])
+    }
+
+    func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
+                   [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
+    }
+
+    func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
+                sealedAttributes: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 WHERE vault = $1 AND id = $2", [
+            name, .integer(id.rawValue), .integer(parent.rawValue), .bytes(nameTag), .bytes(sealedName), .bytes(sealedAttributes),
+        ])
+    }
+
+    func deleteNode(_ id: NodeID) throws(VaultError) {
+        try db.run("DELETE FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
+    }
+
+    /// `id` and every node below it, as a subquery over $1 (vault) and $2 (node).
+    private static let subtree = """
+        WITH RECURSIVE subtree(id) AS (
+            SELECT $2::bigint UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.vault = $1 AND nodes.parent = subtree.id
+        )
+        """
+
+    func deleteSubtree(_ id: NodeID) throws(VaultError) {
+        try db.run("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree)",
+                   [name, .integer(id.rawValue)])
+    }
+
+    // MARK: a node's attributes
+
+    private static let attributeColumns = "node, tag, search_tag, name, value"
+
+    private static func attributeRow(_ row: [PGValue]) -> AttributeRow? {
+        guard let node = row[0].integer, let tag = row[1].bytes, let searchTag = row[2].bytes, let name = row[3].bytes,
+              let value = row[4].bytes else { return nil }
+        return AttributeRow(node: NodeID(node), tag: tag, searchTag: searchTag, sealedName: name, sealedValue: value)
+    }
+
+    private func attributeRows(_ sql: String, _ arguments: [PGValue]) throws(VaultError) -> [AttributeRow] {
+        try db.rows(sql, arguments).map { (row) throws(VaultError) in
+            guard let attribute = PostgresStorage.attributeRow(row) else {
+                throw .integrityFailure("an attribute of record \(row[0].integer.map(String.init) ?? "?") (malformed row)")
+            }
+            return attribute
+        }
+    }
+
+    func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
+        try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3",
+                          [name, .integer(node.rawValue), .bytes(tag)]).first
+    }
+
+    func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
+        try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND node = $2",
+                          [name, .integer(node.rawValue)])
+    }
+
+    func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
+        try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND search_tag = $2",
+                          [name, .bytes(searchTag)])
+    }
+
+    func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
+        try db.run("""
+            INSERT INTO attributes (vault, node, tag, search_tag, name, value) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (vault, node, tag) DO UPDATE SET search_tag = excluded.search_tag, name = excluded.name, value = excluded.value
+            """, [name, .integer(row.node.rawValue), .bytes(row.tag), .bytes(row.searchTag), .bytes(row.sealedName), .bytes(row.sealedValue)])
+    }
+
+    func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3", [name, .integer(node.rawValue), .bytes(tag)]) > 0
+    }
+
+    func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
+        if subtree {
+            try db.run("\(PostgresStorage.subtree) DELETE FROM attributes WHERE vault = $1 AND node IN (SELECT id FROM subtree)",
+                       [name, .integer(node.rawValue)])
+        } else {
+            try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)])
+        }
+    }
+
+    func everyAttribute() throws(VaultError) -> [StoredAttribute] {
+        try db.rows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 ORDER BY node", [name]).map { row in
+            PostgresStorage.attributeRow(row).map(StoredAttribute.row) ?? .malformed(node: row[0].integer)
+        }
+    }
+
+    // MARK: access rules
+
+    private func ruleRows(_ sql: String, _ arguments: [PGValue]) throws(VaultError) -> [RuleRow] {
+        try db.rows(sql, arguments).map { (row) throws(VaultError) in
+            guard let node = row[0].integer, let sealed = row[1].bytes else {
+                throw .integrityFailure("the access rules of record \(row[0].integer.map(String.init) ?? "?") (malformed row)")
+            }
+            return RuleRow(node: NodeID(node), sealed: sealed)
+        }
+    }
+
+    func ruleRows() throws(VaultError) -> [RuleRow] {
+        try ruleRows("SELECT node, sealed FROM rules WHERE vault = $1 ORDER BY node", [name])
+    }
+
+    func upsertRule(_ row: RuleRow) throws(VaultError) {
+        try db.run("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
+                   [name, .integer(row.node.rawValue), .bytes(row.sealed)])
+    }
+
+    func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
+    }
+
+    func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
+        if subtree {
+            return try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
+                                [name, .integer(node.rawValue)])
+        }
+        return try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
+    }
+
+    func rulesMAC() throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT rules_mac FROM vaults WHERE name = $1", [name])?.first?.bytes
+    }
+
+    func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
+        try updateVaultRow("rules_mac = $2", .bytes(mac))
+    }
+
+    // MARK: access log
+
+    func nextAccessLogSequence() throws(VaultError) -> Int64 {
+        try db.integer("SELECT coalesce(max(sequence), 0) + 1 FROM access_log WHERE vault = $1", [name])
+    }
+
+    func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
+        try db.run("INSERT INTO access_log (vault, sequence, first_time, last_time, entries, sealed) VALUES ($1, $2, $3, $4, $5, $6)", [
+            name, .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .bytes(row.sealed),
+        ])
+    }
+
+    func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
+        try db.rows("""
+            SELECT sequence, first_time, last_time, entries, sealed FROM access_log
+            WHERE vault = $1 AND last_time >= $2 AND sequence > $3 ORDER BY sequence
+            """, [name, .integer(since ?? Int64.min), .integer(afterSequence ?? Int64.min)]).map { row in
+            if let sequence = row[0].integer, let first = row[1].integer, let last = row[2].integer, let entries = row[3].integer,
+               let sealed = row[4].bytes, entries >= 0, entries <= Int64(Int32.max) {
+                return .row(AccessLogRow(sequence: sequence, firstTime: first, lastTime: last, entries: Int(entries), sealed: sealed))
+            }
+            return .malformed(sequence: row[0].integer)
+        }
+    }
+
+    func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
+        let newest = "(SELECT max(sequence) FROM access_log WHERE vault = $1)"
+        // Always a prefix, as in SQLite's: what is kept stays one run of sequences.
+        var deleted = try db.run("""
+            DELETE FROM access_log WHERE vault = $1 AND sequence < \(newest)
+            AND sequence <= (SELECT max(sequence) FROM access_log WHERE vault = $1 AND last_time < $2)
+            """, [name, .integer(olderThan)])
+        deleted += try db.run("""
+            DELETE FROM access_log WHERE vault = $1 AND sequence < \(newest) AND sequence IN (
+                SELECT sequence FROM (
+                    SELECT sequence, sum(entries) OVER (ORDER BY sequence DESC) AS total FROM access_log WHERE vault = $1
+                ) AS running WHERE total > $2
+            )
+            """, [name, .integer(Int64(maximumEntries))])
+        return deleted
+    }
+
+    func accessLogSummary() throws(VaultError) -> AccessLogSummary {
+        guard let row = try db.row("SELECT count(*), coalesce(sum(entries), 0)::bigint, max(sequence) FROM access_log WHERE vault = $1", [name]),
+              let batches = row[0].integer, let entries = row[1].integer else {
+            throw .storageFailure("PostgreSQL: no result for the access log summary")
+        }
+        return AccessLogSummary(batches: Int(batches), entries: Int(entries), lastSequence: row[2].integer)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+@testable import KeychainFS
+import Testing
+
+/// A vault in PostgreSQL through the command line and a mount, against a real server.
+@Suite struct PostgresVaultTests {
+    /// A canary's plain form and the hex form pg_dump would print a bytea holding it in.
+    private static func forms(_ canary: String) -> [String] {
+        [canary, canary.utf8.map { String(format: "%02x", $0) }.joined()]
+    }
+
+    @Test func commandsWorkAndTheServerHoldsOnlyCiphertext() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("team")
+        let vault = try CLIFixture(vault: uri)
+        #expect(try vault.cli(["set", "web/github", "--attr", "account=canaryaccount", "--attr", "service=github"],
+                              stdin: Data("canarycontent".utf8)).exitStatus == .success)
+        #expect(try vault.cli(["set", "web/gitlab", "other"]).exitStatus == .success)
+        #expect(try vault.cli(["get", "web/github"]).stdoutText == "canarycontent")
+        #expect(try vault.cli(["attr", "web/github", "label=canarylabel"]).exitStatus == .success)
+        #expect(try vault.cli(["attr", "web/github", "label"]).stdoutText == "canarylabel")
+        #expect(try vault.cli(["find", "service=github"]).stdoutText == "web/github\n")
+        #expect(try vault.cli(["ls", "web"]).stdoutText == "github\ngitlab\n")
+        #expect(try vault.cli(["rm", "web/gitlab"]).exitStatus == .success)
+        #expect(try vault.cli(["ls", "web"]).stdoutText == "github\n")
+        let verified = try vault.cli(["verify"])
+        #expect(verified.exitStatus == .success, "\(verified.stderr)")
+
+        let dump = try server.dump("team")
+        // The rows are there (sealed, as bytea in hex), so what is absent was looked for in them.
+        #expect(dump.contains("COPY public.nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) FROM stdin;"))
+        #expect(dump.contains("COPY public.attributes"))
+        #expect(dump.split(separator: "\n").filter { $0.hasPrefix("default\t") && $0.contains("\\\\x") }.count >= 4)
+        for canary in ["canarycontent", "canaryaccount", "canarylabel", "github", "gitlab"] {
+            for form in PostgresVaultTests.forms(canary) { #expect(!dump.contains(form), "\(canary) in the dump") }
+        }
+    }
+
+    @Test func twoVaultsInOneDatabaseStayApart() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("shared")
+        let first = try CLIFixture(vault: uri)
+        let second = try CLIFixture(vault: uri + "#second")
+        #expect(try first.cli(["set", "only-first", "one"]).exitStatus == .success)
+        #expect(try second.cli(["set", "only-second", "two"]).exitStatus == .success)
+        #expect(try first.cli(["ls"]).stdoutText == "only-first\n")
+        #expect(try second.cli(["ls"]).stdoutText == "only-second\n")
+        #expect(try second.cli(["get", "only-first"]).exitStatus == .notFound)
+        #expect(try first.cli(["verify"]).exitStatus == .success)
+        // A name is one vault: init refuses it again, and a name never made is not found.
+        #expect(try first.cli(["init", "--kdf", "interactive"]).exitStatus == .alreadyExists)
+        #expect(try run(keychainfsBinary, ["ls", "--vault", uri + "#never", "--passphrase-file", first.passphraseFile]).exitStatus == .unusableVault)
+    }
+
+    @Test func anUnreachableServerIsNamedWithoutItsPassword() throws {
+        let result = try run(keychainfsBinary, ["ls", "--vault", "postgresql://someone:hunter2@/nodb?host=/nonexistent",
+                                                "--passphrase-file", "/dev/null"])
+        #expect(result.exitStatus != .success)
+        #expect(result.stderr.contains("cannot connect to PostgreSQL at postgresql://someone@/nodb"))
+        #expect(!result.stderr.contains("hunter2"))
+    }
+
+    @Test func aMountReadsAndWritesTheVaultInPostgreSQL() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("mounted")
+        let mount = try MountFixture(vault: uri)
+        defer { mount.unmountQuietly() }
+        try "from the mount".write(toFile: mount.path("written"), atomically: false, encoding: .utf8)
+        #expect(try String(contentsOfFile: mount.path("written"), encoding: .utf8) == "from the mount")
+        #expect(try mount.cli.cli(["get", "written"]).stdoutText == "from the mount")
+        #expect(try mount.cli.cli(["set", "from-cli", "hello"]).exitStatus == .success)
+        #expect(eventually { (try? String(contentsOfFile: mount.path("from-cli"), encoding: .utf8)) == "hello" })
+    }
+}
