@@ -1,14 +1,14 @@
 /// Where a vault's records live. VaultCore reaches them only through this protocol; every value
 /// that crosses it is ciphertext, a lookup tag, an id or a counter, never plaintext, and every
 /// record is authenticated above it (NodeStore), so an implementation is trusted for nothing but
-/// durability. SQLite (`SQLiteStorage`) is one implementation.
+/// durability. SQLite (`SQLiteStorage`) and PostgreSQL (`PostgresStorage`) implement it.
 ///
-/// How a PostgreSQL implementation (libpq, synchronous) would carry it: one connection per
+/// How PostgreSQL (libpq, synchronous) carries it: one connection per
 /// open vault, every method one round trip (a prepared statement, no SQL built from values);
 /// several vaults share one database, so each table has a `vault` column that every statement
 /// scopes by, and the `vault` table holds one row per vault (its header, next node id and format
 /// version) where SQLite keeps them in its singleton row and `user_version`. `write` is
-/// BEGIN ... COMMIT with `SET LOCAL synchronous_commit = off` for `.carriedByNextDurableCommit`
+/// BEGIN, a row lock on the vault's row (serialising its writers), ... COMMIT with `SET LOCAL synchronous_commit = off` for `.carriedByNextDurableCommit`
 /// (PostgreSQL's WAL flush of a later commit takes an unsynced one along, as SQLite's does);
 /// `read` is BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY. `allocateNodeID` is the same
 /// UPDATE ... RETURNING on the vault's row. The change token counts this connection's commits
