@@ -71,4 +71,27 @@ import Testing
         #expect(try mount.cli.cli(["set", "from-cli", "hello"]).exitStatus == .success)
         #expect(eventually { (try? String(contentsOfFile: mount.path("from-cli"), encoding: .utf8)) == "hello" })
     }
+
+    /// A password in the URI (the socket trusts the user, so any will do) reaches libpq and no
+    /// message: not `init`'s, the mount's, `status`'s or the daemon's log line.
+    @Test func aPasswordInTheURIIsNeverShown() throws {
+        let server = try PostgresServer()
+        let plain = try server.createDatabase("shown")
+        let uri = plain.replacingOccurrences(of: "postgresql:///", with: "postgresql://postgres:hunter2-canary@/")
+        let mount = try MountFixture(vault: uri)
+        defer { mount.unmountQuietly() }
+        let status = try run(keychainfsBinary, ["status", mount.mountpoint])
+        #expect(status.exitStatus == .success && status.stdoutText.contains("postgresql://postgres@/shown"), "\(status.stdoutText)")
+        #expect(!status.stdoutText.contains("hunter2-canary"))
+        let remounted = try { () throws -> RunResult in
+            try mount.unmount()
+            return try mount.mount()
+        }()
+        #expect(remounted.exitStatus == .success)
+        #expect(!(remounted.stdoutText + remounted.stderr).contains("hunter2-canary"), "\(remounted.stdoutText) \(remounted.stderr)")
+        let initialized = try run(keychainfsBinary, ["init", "--vault", uri + "#third", "--passphrase-file", mount.cli.passphraseFile,
+                                                     "--kdf", "interactive"])
+        #expect(initialized.exitStatus == .success && !(initialized.stdoutText + initialized.stderr).contains("hunter2-canary"),
+                "\(initialized.stdoutText) \(initialized.stderr)")
+    }
 }

@@ -17,7 +17,7 @@ struct Init: ParsableCommand {
             let path = vault.resolvedVaultPath
             let passphrase = try vault.passphrase(prompt: "New passphrase: ", confirm: true)
             _ = try Vault.create(at: path, passphrase: passphrase, kdf: kdf.parameters, itemSizeLimit: itemSizeLimit)
-            Terminal.printInfo("created vault \(path)")
+            Terminal.printInfo("created vault \(VaultLocation.displayName(path))")
         }
     }
 }

@@ -76,11 +76,13 @@ enum MountDaemon {
         // Before serving: the writer derives the log's public key while the vault is unlocked.
         // The driver records through it (the integrator's hooks) and it flushes at lock.
         let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)
-        let announcement = (creating ? "created vault \(vaultPath); " : "") + "mounted \(vaultPath) at \(mountpoint)"
+        // A URI's password stays out of every message and log line.
+        let shown = VaultLocation.displayName(vaultPath)
+        let announcement = (creating ? "created vault \(shown); " : "") + "mounted \(shown) at \(mountpoint)"
         let gate = try accessGate(vault, request: request, mountpoint: mountpoint, log: accessLog)
         let fileSystem = FileSystem(vault: vault, gate: gate) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
-            DaemonLog.started(vault: vaultPath, idleLockSeconds: request.idleLockSeconds)
+            DaemonLog.started(vault: shown, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
             ServiceManager.notifyReady(status: announcement)
         }
@@ -89,7 +91,7 @@ enum MountDaemon {
         if let stale = RuntimeState.read(mountpoint: mountpoint), !ProcessTable.isRunning(stale.pid) {
             DaemonLog.staleRecordReplaced(deadPID: stale.pid)
         }
-        let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: vaultPath,
+        let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: shown,
                                         idleLockSeconds: request.idleLockSeconds)
         // Before the mount: a taken name or a missing bus fails the mount with one line.
         let secretService = request.secretService

@@ -15,7 +15,8 @@ enum SecretServiceDaemon {
         signal(SIGPIPE, SIG_IGN)
 
         let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
-        DaemonLog.open(mountpoint: "secret service of " + vaultPath, foreground: true)
+        let shown = VaultLocation.displayName(vaultPath)
+        DaemonLog.open(mountpoint: "secret service of " + shown, foreground: true)
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try MountDaemon.openClaimed(vaultPath, creating: creating, request: request, passphraseFD: nil)
         defer {
@@ -36,7 +37,7 @@ enum SecretServiceDaemon {
             while sigwait(&signals, &received) != 0 {}
             host.stop()
         }
-        Terminal.printInfo((creating ? "created vault \(vaultPath); " : "") + "serving org.freedesktop.secrets for \(vaultPath)")
+        Terminal.printInfo((creating ? "created vault \(shown); " : "") + "serving org.freedesktop.secrets for \(shown)")
         host.run()
     }
 }

@@ -3,6 +3,12 @@
 public enum VaultLocation {
     public static func isPostgreSQL(_ path: String) -> Bool { PostgresLocation.isPostgreSQL(path) }
 
+    /// The path as messages and logs show it: a URI without its password.
+    public static func displayName(_ path: String) -> String {
+        guard isPostgreSQL(path) else { return path }
+        return (try? PostgresLocation(path).displayName) ?? "a PostgreSQL vault"
+    }
+
     static func createStorage(at path: String, _ populate: (any VaultStorage) throws(VaultError) -> Void) throws(VaultError) -> any VaultStorage {
         if isPostgreSQL(path) {
             return try PostgresStorage.create(at: path) { (storage) throws(VaultError) in try populate(storage) }
