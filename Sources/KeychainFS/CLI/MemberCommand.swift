@@ -4,7 +4,7 @@ import ArgumentParser
 struct MemberCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "member",
-        abstract: "Make or show your member key (a key pair, its secret half sealed under your passphrase).",
-        subcommands: [MemberInit.self, MemberShow.self]
+        abstract: "Your member key (a key pair, its secret half sealed under your passphrase), and a vault's members.",
+        subcommands: [MemberInit.self, MemberShow.self, MemberAdd.self, MemberList.self, MemberRemove.self]
     )
 }
