@@ -17,6 +17,9 @@ public final class Vault: Sendable {
         var cipher: RecordCipher?
         /// The key slot the current passphrase opened.
         var slotID: Int64
+        /// The member key file a member's open read (`open(at:memberKeyAt:passphrase:)`): an
+        /// unlock takes that key's passphrase, not a vault passphrase.
+        var memberKeyPath: String? = nil
         /// While locked since an unlock (not after an unmount's lock, nor before the first
         /// unlock), the search tags' key alone, for `findLockedItems`; nil otherwise.
         var searchKey: AttributeSearchKey? = nil
@@ -110,6 +113,15 @@ public final class Vault: Sendable {
         guard let master = unlockedMaster.take() else { throw .notAMember(member.publicKey.base64) }
         return try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
                           master: master, slotID: Vault.memberSlotID)
+    }
+
+    /// Opens the vault as the member whose key is in `keyPath`, `passphrase` unsealing that
+    /// key; later unlocks of this vault take the same key's passphrase.
+    public static func open(at path: String, memberKeyAt keyPath: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
+        let member = try MemberKey.open(at: keyPath, passphrase: passphrase)
+        let vault = try open(at: path, member: member)
+        vault.state.withLock { $0.memberKeyPath = keyPath }
+        return vault
     }
 
     /// The slot id a vault opened by a member holds: no passphrase slot (`changePassphrase` refuses).
@@ -251,9 +263,15 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Re-derives the keys from the passphrase; a wrong one leaves the vault locked.
+    /// Re-derives the keys from the passphrase (of the member key, when a member opened the
+    /// vault); a wrong one leaves the vault locked.
     public func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
-        let reopened = try Vault.open(at: path, passphrase: passphrase)
+        let memberKeyPath = state.withLock { $0.memberKeyPath }
+        let reopened = if let memberKeyPath {
+            try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase)
+        } else {
+            try Vault.open(at: path, passphrase: passphrase)
+        }
         // What `openLocked` read before any key could check it.
         guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
         let (cipher, slotID) = reopened.state.withLock { (s) -> (RecordCipher?, Int64) in (s.cipher, s.slotID) }

@@ -90,5 +90,21 @@ import Testing
         #expect(throws: VaultError.notAMember(alice.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: alice) }
     }
 
+    /// Opened through its key file, a member's vault unlocks with that key's passphrase.
+    @Test func aMembersVaultUnlocksWithTheMembersPassphrase() throws {
+        let scratch = Scratch()
+        let vault = try makeVault(scratch)
+        _ = try vault.store(secret("team secret"), at: path("deploy/key"))
+        let keyFile = scratch.directory + "/alice.key"
+        let key = try MemberKey.create(at: keyFile, passphrase: secret("alice pw"), kdf: kdf)
+        try vault.addMember(name: "alice", publicKey: key)
+        let asAlice = try Vault.open(at: scratch.vaultPath, memberKeyAt: keyFile, passphrase: secret("alice pw"))
+        asAlice.lock()
+        #expect(throws: VaultError.locked) { try asAlice.read(path("deploy/key")) }
+        #expect(throws: VaultError.wrongPassphrase) { try asAlice.unlock(passphrase: secret(passphrase)) }
+        try asAlice.unlock(passphrase: secret("alice pw"))
+        #expect(try asAlice.read(path("deploy/key")).testBytes == Array("team secret".utf8))
+    }
+
     private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 }

@@ -41,8 +41,7 @@ struct VaultOptions: ParsableArguments {
         if let memberKeyPath = resolvedMemberKeyPath {
             // The key file's own checks (there, a member key) before its passphrase is asked.
             _ = try MemberKey.publicKey(at: memberKeyPath)
-            let member = try MemberKey.open(at: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "))
-            return try Vault.open(at: path, member: member)
+            return try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "))
         }
         let passphrase = try passphrase()
         return try Vault.open(at: path, passphrase: passphrase)
