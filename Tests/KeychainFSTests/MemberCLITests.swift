@@ -94,4 +94,21 @@ import Testing
         #expect(try asMember(f, a, ["member", "remove", "bob"]).exitStatus == .notFound)
         #expect(try asMember(f, a, ["member", "add", "not-a-key", "--name", "x"]).exitStatus == .invalidInput)
     }
+
+    /// `--member` alone takes the default member key file, as `member init` made it.
+    @Test func memberAloneUsesTheDefaultKeyFile() throws {
+        let f = try CLIFixture()
+        try f.cli(["set", "deploy/key", "team secret"])
+        let environment = ["XDG_DATA_HOME": f.directory + "/data"]
+        let memberPassphrase = try f.write("pw of carol\n", to: "carol.pw")
+        let made = try run(keychainfsBinary, ["member", "init", "--kdf", "interactive", "--passphrase-file", memberPassphrase],
+                           environment: environment)
+        let publicKey = String(made.stdoutText.split(separator: "\n").last ?? "")
+        let added = try run(keychainfsBinary, ["member", "add", "--vault", f.vault, "--passphrase-file", f.passphraseFile, publicKey, "--name", "carol"])
+        #expect(added.exitStatus == .success, "\(added.stderr)")
+        let got = try run(keychainfsBinary, ["get", "--vault", f.vault, "--member", "--passphrase-file", memberPassphrase, "deploy/key"],
+                          environment: environment)
+        #expect(got.exitStatus == .success, "\(got.stderr)")
+        #expect(got.stdoutText == "team secret")
+    }
 }
