@@ -18,7 +18,7 @@ struct KeychainFSCommand: ParsableCommand {
                        AttributeCommand.self, LabelCommand.self, ClassCommand.self, FindItems.self, List.self, Remove.self,
                        MakeDictionary.self, Move.self, Allow.self, Disallow.self, Rules.self, LogCommand.self,
                        ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self,
-                       ImportCommand.self, ExportCommand.self],
+                       ImportCommand.self, ExportCommand.self, MemberCommand.self],
         defaultSubcommand: Mount.self
     )
 

@@ -17,6 +17,9 @@ public final class Vault: Sendable {
         var cipher: RecordCipher?
         /// The key slot the current passphrase opened.
         var slotID: Int64
+        /// The member key file a member's open read (`open(at:memberKeyAt:passphrase:)`): an
+        /// unlock takes that key's passphrase, not a vault passphrase.
+        var memberKeyPath: String? = nil
         /// While locked since an unlock (not after an unmount's lock, nor before the first
         /// unlock), the search tags' key alone, for `findLockedItems`; nil otherwise.
         var searchKey: AttributeSearchKey? = nil
@@ -87,6 +90,47 @@ public final class Vault: Sendable {
             }
         }
         guard let master = unlockedMaster.take() else { throw .wrongPassphrase }
+        return try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
+                          master: master, slotID: unlockedSlot)
+    }
+
+    /// Opens an existing vault with a member's key (its secret half already unsealed with the
+    /// member's passphrase), through the member's key slot (format 6 on).
+    public static func open(at path: String, member: MemberKey) throws(VaultError) -> Vault {
+        let storage = try SQLiteStorage.open(at: path)
+        let (version, (vaultID, itemSizeLimit, storedMAC)) = try storage.read { () throws(VaultError) in
+            (try checkedVersion(of: storage, at: path), try readHeader(storage))
+        }
+        // Older vaults have no member slots: a member was never added to them.
+        guard version >= VaultFormat.oldestWithMembers else { throw .notAMember(member.publicKey.base64) }
+        var unlockedMaster: SecureBuffer? = nil
+        for slot in try storage.memberSlots() {
+            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member) {
+                unlockedMaster = consume master
+                break
+            }
+        }
+        guard let master = unlockedMaster.take() else { throw .notAMember(member.publicKey.base64) }
+        return try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
+                          master: master, slotID: Vault.memberSlotID)
+    }
+
+    /// Opens the vault as the member whose key is in `keyPath`, `passphrase` unsealing that
+    /// key; later unlocks of this vault take the same key's passphrase.
+    public static func open(at path: String, memberKeyAt keyPath: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
+        let member = try MemberKey.open(at: keyPath, passphrase: passphrase)
+        let vault = try open(at: path, member: member)
+        vault.state.withLock { $0.memberKeyPath = keyPath }
+        return vault
+    }
+
+    /// The slot id a vault opened by a member holds: no passphrase slot (`changePassphrase` refuses).
+    static let memberSlotID: Int64 = 0
+
+    /// The rest of opening, once a slot gave the master key: the header is checked with it,
+    /// then the vault is upgraded if it is older.
+    private static func opened(_ storage: sending any VaultStorage, at path: String, version: Int, vaultID: [UInt8], itemSizeLimit: Int,
+                               storedMAC: [UInt8], master: consuming SecureBuffer, slotID: Int64) throws(VaultError) -> Vault {
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
         if let sealed = VaultFormat.sealedVersions.first(where: {
             cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: $0)
@@ -107,7 +151,7 @@ public final class Vault: Sendable {
         if version < VaultFormat.version {
             try FormatUpgrade.upgrade(NodeStore(storage: storage, cipher: cipher), from: version, path: path)
         }
-        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: unlockedSlot)
+        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID)
     }
 
     /// Opens a vault without its passphrase, locked with every key absent, to be unlocked
@@ -166,6 +210,9 @@ public final class Vault: Sendable {
         try state.withLock { (state) throws(VaultError) in
             guard let cipher = state.cipher, cipher.holdsEveryKey else { throw .locked }
             let slotID = state.slotID
+            guard slotID != Vault.memberSlotID else {
+                throw .invalidArgument("the vault was opened with a member key, which has no passphrase slot to change")
+            }
             let storage = state.storage
             var parameters = kdf
             if parameters == nil, let current = try storage.keySlots().first(where: { $0.id == slotID }) {
@@ -216,9 +263,15 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Re-derives the keys from the passphrase; a wrong one leaves the vault locked.
+    /// Re-derives the keys from the passphrase (of the member key, when a member opened the
+    /// vault); a wrong one leaves the vault locked.
     public func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
-        let reopened = try Vault.open(at: path, passphrase: passphrase)
+        let memberKeyPath = state.withLock { $0.memberKeyPath }
+        let reopened = if let memberKeyPath {
+            try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase)
+        } else {
+            try Vault.open(at: path, passphrase: passphrase)
+        }
         // What `openLocked` read before any key could check it.
         guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
         let (cipher, slotID) = reopened.state.withLock { (s) -> (RecordCipher?, Int64) in (s.cipher, s.slotID) }

@@ -2,6 +2,8 @@
 /// FUSE driver to one errno, each in a single table; nothing else decides those.
 public enum VaultError: Error, Equatable, Sendable {
     case wrongPassphrase
+    /// The member key offered opens no key slot of the vault (names the public key).
+    case notAMember(String)
     /// A record failed authentication or disagrees with its place; names the path or record.
     case integrityFailure(String)
     case notFound(String)
@@ -49,6 +51,8 @@ extension VaultError: CustomStringConvertible {
         switch self {
         case .wrongPassphrase:
             return "wrong passphrase"
+        case .notAMember(let publicKey):
+            return "member key \(publicKey) is not a member of this vault (`keychainfs member add` by a member adds it)"
         case .integrityFailure(let what):
             return "integrity failure: \(what) failed authentication (the vault was damaged or tampered with)"
         case .notFound(let path):

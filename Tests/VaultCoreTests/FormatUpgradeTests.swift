@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 
-/// Tests/Fixtures: vaults of format versions 1, 2 and 4 made by the last commits before versions 2, 3 and 5.
+/// Tests/Fixtures: vaults of format versions 1, 2, 4 and 5 made by the last commits before versions 2, 3, 5 and 6.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures").path
 
@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 5
+let currentFormat: Int64 = 6
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -347,8 +347,8 @@ private final class TinyFilesystem {
         withRawDatabase(file) { rawBlobs($0, "SELECT 1, header_mac FROM vault") }.first?.1 ?? []
     }
 
-    /// 4 -> 5: the number and the header's MAC change, in the transaction of every upgrade;
-    /// no record does (a vault of 4 has no item properties).
+    /// 4 -> 5 (and on to 6): the number and the header's MAC change, in the transaction of
+    /// every upgrade; no record does (a vault of 4 has no item properties, nor members).
     @Test func aVersion4VaultIsUpgradedTo5AndKeepsItsRecords() throws {
         let scratch = Scratch()
         try copyFixture(to: scratch.vaultPath, version: 4)
@@ -358,7 +358,7 @@ private final class TinyFilesystem {
         let macBefore = headerMAC(scratch.vaultPath)
 
         let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
-        #expect(formatVersion(scratch.vaultPath) == 5)
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
         #expect(records(scratch.vaultPath) == before)
         #expect(headerMAC(scratch.vaultPath).count == macBefore.count && headerMAC(scratch.vaultPath) != macBefore)
 
@@ -398,7 +398,7 @@ private final class TinyFilesystem {
     }
 
     /// Item properties need the keys, and every way to the keys (`create`, `open`, `unlock`)
-    /// goes through the upgrade: a vault of 4 opened locked takes none, and is at 5 once unlocked.
+    /// goes through the upgrade: a vault of 4 opened locked takes none, and is current once unlocked.
     @Test func aVersion4VaultTakesPropertiesOnlyOnceUpgraded() throws {
         let scratch = Scratch()
         try copyFixture(to: scratch.vaultPath, version: 4)
@@ -407,10 +407,40 @@ private final class TinyFilesystem {
         #expect(formatVersion(scratch.vaultPath) == 4)
 
         try vault.unlock(passphrase: try fixturePassphrase())
-        #expect(formatVersion(scratch.vaultPath) == 5)
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
         try vault.setProperty(.label, to: secret("GitHub token"), at: path("app/token"))
         let reopened = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
         #expect(try reopened.property(.label, at: path("app/token"))?.testBytes == Array("GitHub token".utf8))
         #expect(try reopened.verify().isEmpty)
+    }
+
+    /// 5 -> 6: the storage adds the (empty) table of member slots; no record changes, the
+    /// number and the header's MAC do, and members can be added once it is upgraded.
+    @Test func aVersion5VaultIsUpgradedTo6AndTakesMembers() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 5)
+        #expect(formatVersion(scratch.vaultPath) == 5)
+        let before = records(scratch.vaultPath)
+        let macBefore = headerMAC(scratch.vaultPath)
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == 6)
+        #expect(records(scratch.vaultPath) == before)
+        #expect(headerMAC(scratch.vaultPath).count == macBefore.count && headerMAC(scratch.vaultPath) != macBefore)
+        #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v5FixtureToken".utf8))
+        #expect(try vault.property(.label, at: path("app/token"))?.testBytes == Array("Token five".utf8))
+        #expect(try vault.keySlots() == [.passphrase(id: 1)])
+        #expect(try vault.verify().isEmpty)
+
+        let memberFile = scratch.directory + "/member.key"
+        try MemberKey.create(at: memberFile, passphrase: try fixturePassphrase(), kdf: KDFPreset.interactive.parameters)
+        let member = try MemberKey.open(at: memberFile, passphrase: try fixturePassphrase())
+        try vault.addMember(name: "m", publicKey: member.publicKey)
+        #expect(try Vault.open(at: scratch.vaultPath, member: member).read(path("mail/work/password")).testBytes == Array("pw5".utf8))
+
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 5") }
+        #expect(throws: VaultError.integrityFailure("vault header (the format version was set back to 5)")) {
+            try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        }
     }
 }

@@ -206,10 +206,10 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
     @Test func newerFormatVersionIsRefused() throws {
         let scratch = Scratch()
         _ = try makeVault(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 6") }
-        #expect(throws: VaultError.unknownFormatVersion(found: 6, supported: 5)) { try reopen(scratch) }
-        #expect(throws: VaultError.unknownFormatVersion(found: 6, supported: 5)) { try Vault.checkOpenable(at: scratch.vaultPath) }
-        #expect(throws: VaultError.unknownFormatVersion(found: 6, supported: 5)) { try Vault.openLocked(at: scratch.vaultPath) }
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 7") }
+        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try reopen(scratch) }
+        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try Vault.checkOpenable(at: scratch.vaultPath) }
+        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try Vault.openLocked(at: scratch.vaultPath) }
     }
 
     @Test func filesThatAreNotVaultsGetClearErrors() throws {

@@ -57,7 +57,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
 
     static func code(for error: VaultError) -> ExitStatus {
         switch error {
-        case .wrongPassphrase: .wrongPassphrase
+        case .wrongPassphrase, .notAMember: .wrongPassphrase
         case .integrityFailure: .integrityFailure
         case .notFound: .notFound
         case .alreadyExists, .vaultExists: .alreadyExists

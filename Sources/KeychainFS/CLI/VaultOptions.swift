@@ -9,6 +9,15 @@ struct VaultOptions: ParsableArguments {
 
     @OptionGroup var secret: PassphraseOptions
 
+    @Flag(name: .customLong("member"), help: "Open the vault with your member key (the default member key file) instead of a vault passphrase; the passphrase options then give the member key's passphrase.")
+    var asMember = false
+
+    @Option(name: .customLong("member-key"), help: ArgumentHelp("Open the vault with the member key in FILE (implies --member).", valueName: "FILE"))
+    var memberKeyPath: String?
+
+    /// The member key file to open the vault with; nil to open it with a vault passphrase.
+    var resolvedMemberKeyPath: String? { memberKeyPath ?? (asMember ? MemberKey.defaultPath : nil) }
+
     var resolvedVaultPath: String {
         if let vaultPath { return vaultPath }
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
@@ -29,6 +38,11 @@ struct VaultOptions: ParsableArguments {
         let path = resolvedVaultPath
         // Fail on a missing or foreign vault before asking for a passphrase.
         try Vault.checkOpenable(at: path)
+        if let memberKeyPath = resolvedMemberKeyPath {
+            // The key file's own checks (there, a member key) before its passphrase is asked.
+            _ = try MemberKey.publicKey(at: memberKeyPath)
+            return try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "))
+        }
         let passphrase = try passphrase()
         return try Vault.open(at: path, passphrase: passphrase)
     }

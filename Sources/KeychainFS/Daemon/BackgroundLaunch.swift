@@ -34,6 +34,7 @@ enum BackgroundLaunch {
             + (request.secretService ? ["--secret-service"] : []) + (request.replaceSecretService ? ["--replace"] : [])
             + (request.lockOnScreenLock ? ["--lock-on-screen-lock"] : [])
             + (request.vault.secret.passphraseCommand.map { ["--extpass", $0] } ?? [])
+            + (request.vault.resolvedMemberKeyPath.map { ["--member-key", MemberKeyOptions.absolute($0)] } ?? [])
             + [mountpoint]
         // Before the mountpoint, on a line of its own: one more term is too many for the type checker.
         arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)

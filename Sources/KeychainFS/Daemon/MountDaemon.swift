@@ -165,9 +165,17 @@ enum MountDaemon {
             } else {
                 passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase: " : "Passphrase: ", confirm: creating)
             }
-            let vault = creating
-                ? try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
-                : try Vault.open(at: path, passphrase: passphrase)
+            if creating && request.vault.resolvedMemberKeyPath != nil {
+                throw .invalidArgument("\(path): no vault here; a member key opens an existing vault (`keychainfs init` makes one)")
+            }
+            let vault = if creating {
+                try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
+            } else if let memberKeyPath = request.vault.resolvedMemberKeyPath {
+                // Unlocks after a lock take this key's passphrase as well (see `Vault.unlock`).
+                try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase)
+            } else {
+                try Vault.open(at: path, passphrase: passphrase)
+            }
             if claim == nil { claim = try ExclusiveUse(of: path) }
             return (vault, claim!)
         } catch .vaultInUse(let path) {

@@ -5,7 +5,7 @@ extension VaultError {
     /// The one table from vault errors to the errno a filesystem call returns.
     var errno: Int32 {
         switch self {
-        case .wrongPassphrase, .locked, .accessDenied: return EACCES
+        case .wrongPassphrase, .notAMember, .locked, .accessDenied: return EACCES
         case .integrityFailure: return EIO
         case .notFound: return ENOENT
         case .alreadyExists: return EEXIST

@@ -13,6 +13,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 3, run: { _ in }),
         FormatUpgrade(target: 4, run: upgradeTo4),
         FormatUpgrade(target: 5, run: upgradeTo5),
+        FormatUpgrade(target: 6, run: upgradeTo6),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -32,6 +33,12 @@ struct FormatUpgrade: Sendable {
     /// binds it so that setting it back to 4 is caught.
     private static func upgradeTo5(_ store: NodeStore) throws(VaultError) {
         try sealFormatInHeader(store, as: 5)
+    }
+
+    /// 5 -> 6. The storage adds the (empty) table of member slots; no record changes. The new
+    /// number keeps format 5 code, which knows nothing of members, from the vault.
+    private static func upgradeTo6(_ store: NodeStore) throws(VaultError) {
+        try sealFormatInHeader(store, as: 6)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.

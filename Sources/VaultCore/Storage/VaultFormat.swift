@@ -9,7 +9,9 @@ enum VaultFormat {
     /// 5: item properties (`ItemProperty`), attributes under reserved names that format 4 code
     ///    would report as damage: the records do not change, the number does, so such code
     ///    refuses the vault as newer instead.
-    static let version = 5
+    /// 6: members' key slots (the master key sealed to a member's public key), a table of
+    ///    their own; format 5 code would ignore them, so the number changes.
+    static let version = 6
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     static let oldestSealedVersion = 4
@@ -17,6 +19,8 @@ enum VaultFormat {
     static let sealedVersions = oldestSealedVersion ... version
     /// The oldest version this code upgrades from.
     static let oldestUpgradable = 1
+    /// The first version with members' key slots.
+    static let oldestWithMembers = 6
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     static let applicationID: Int32 = 0x4B43_4653
 

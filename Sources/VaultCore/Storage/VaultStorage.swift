@@ -65,6 +65,16 @@ protocol VaultStorage: AnyObject, Sendable {
     func keySlots() throws(VaultError) -> [KeySlotRow]
     func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError)
 
+    // MARK: member slots (format 6 on)
+
+    /// Every member slot, by name.
+    func memberSlots() throws(VaultError) -> [MemberSlotRow]
+    /// Fails with `.alreadyExists` when the name or the public key already has a slot.
+    func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError)
+    /// Whether there was such a slot.
+    @discardableResult
+    func deleteMemberSlot(named name: [UInt8]) throws(VaultError) -> Bool
+
     // MARK: nodes
 
     func node(_ id: NodeID) throws(VaultError) -> NodeRow?
@@ -185,6 +195,16 @@ struct KeySlotRow {
     let parameters: KDFParameters
     let salt: [UInt8]
     let wrappedMasterKey: [UInt8]
+}
+
+/// A member's key slot: the master key in a sealed box (`crypto_box_seal`) to the member's
+/// public key. The name and key are in clear for listing; the box binds both and the vault id
+/// (`MemberSlot`), so a slot renamed, given another key or copied to another vault fails.
+struct MemberSlotRow {
+    /// UTF-8.
+    let name: [UInt8]
+    let publicKey: [UInt8]
+    let sealedMasterKey: [UInt8]
 }
 
 /// One node as stored. Nothing here is trusted until NodeStore has opened the sealed

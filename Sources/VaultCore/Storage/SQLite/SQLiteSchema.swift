@@ -32,6 +32,7 @@ enum SQLiteSchema {
         \(attributesTable)
         \(rulesTable)
         \(accessLogTable)
+        \(memberSlotsTable)
         """
 
     /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
@@ -74,8 +75,17 @@ enum SQLiteSchema {
     /// What the tables need to reach each format version from the one before, by target
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
     /// the table of attributes; version 4 the access rules and the access log; version 5 none
-    /// (item properties are rows of the attributes table).
-    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable]
+    /// (item properties are rows of the attributes table); version 6 the members' key slots.
+    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable, 6: memberSlotsTable]
+
+    /// Members' key slots (format 6): the master key sealed to each member's public key.
+    static let memberSlotsTable = """
+        CREATE TABLE member_slots (
+            name              BLOB PRIMARY KEY,
+            public_key        BLOB NOT NULL UNIQUE,
+            sealed_master_key BLOB NOT NULL
+        );
+        """
 
     /// Per connection: durable commits (WAL synced at every commit), overwrite freed pages
     /// so replaced ciphertexts do not linger, wait out other writers rather than fail.

@@ -157,6 +157,32 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
+    // MARK: member slots
+
+    func memberSlots() throws(VaultError) -> [MemberSlotRow] {
+        var slots: [MemberSlotRow] = []
+        try db.query("SELECT name, public_key, sealed_master_key FROM member_slots ORDER BY name") { (row) throws(VaultError) in
+            guard let name = row[0].blob, let publicKey = row[1].blob, let sealed = row[2].blob else {
+                throw .integrityFailure("member slot (malformed row)")
+            }
+            slots.append(MemberSlotRow(name: name, publicKey: publicKey, sealedMasterKey: sealed))
+        }
+        return slots
+    }
+
+    func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
+        // Checked first rather than mapped from a constraint error: the message names which.
+        if try db.row("SELECT 1 FROM member_slots WHERE name = ? OR public_key = ?", [.blob(slot.name), .blob(slot.publicKey)]) != nil {
+            throw .alreadyExists("member \(String(decoding: slot.name, as: UTF8.self)) or its public key")
+        }
+        try db.run("INSERT INTO member_slots (name, public_key, sealed_master_key) VALUES (?, ?, ?)",
+                   [.blob(slot.name), .blob(slot.publicKey), .blob(slot.sealedMasterKey)])
+    }
+
+    func deleteMemberSlot(named name: [UInt8]) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM member_slots WHERE name = ?", [.blob(name)]) > 0
+    }
+
     // MARK: nodes
 
     private static let nodeColumns = "id, parent, kind, incarnation, name_tag, name, attributes"
