@@ -97,7 +97,7 @@ public final class Vault: Sendable {
     /// Opens an existing vault with a member's key (its secret half already unsealed with the
     /// member's passphrase), through the member's key slot (format 6 on).
     public static func open(at path: String, member: MemberKey) throws(VaultError) -> Vault {
-        let storage = try SQLiteStorage.open(at: path)
+        let storage = try VaultLocation.openStorage(at: path)
         let (version, (vaultID, itemSizeLimit, storedMAC)) = try storage.read { () throws(VaultError) in
             (try checkedVersion(of: storage, at: path), try readHeader(storage))
         }

@@ -33,7 +33,7 @@ final class PostgresServer {
         server.standardError = server.standardOutput
         server.standardInput = FileHandle.nullDevice
         try server.run()
-        let ready = try eventually(within: 30) {
+        let ready = try eventually(within: 90) {
             guard server.isRunning else { return false }
             return try run(PostgresServer.binaries + "/pg_isready", ["-q", "-h", socketDirectory]).status == 0
         }

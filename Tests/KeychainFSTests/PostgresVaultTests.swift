@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// A vault in PostgreSQL through the command line and a mount, against a real server.
-@Suite struct PostgresVaultTests {
+@Suite(.serialized) struct PostgresVaultTests {
     /// A canary's plain form and the hex form pg_dump would print a bytea holding it in.
     private static func forms(_ canary: String) -> [String] {
         [canary, canary.utf8.map { String(format: "%02x", $0) }.joined()]
@@ -93,5 +93,25 @@ import Testing
                                                      "--kdf", "interactive"])
         #expect(initialized.exitStatus == .success && !(initialized.stdoutText + initialized.stderr).contains("hunter2-canary"),
                 "\(initialized.stdoutText) \(initialized.stderr)")
+    }
+
+    /// Members' slots live in the database too: a member added with the vault's passphrase
+    /// reads with their own key and passphrase; removed, they are refused.
+    @Test func aMemberOpensAPostgreSQLVaultWithTheirOwnKey() throws {
+        let server = try PostgresServer()
+        let f = try CLIFixture(vault: try server.createDatabase("team"))
+        #expect(try f.cli(["set", "deploy/key"], stdin: Data("k3y".utf8)).exitStatus == .success)
+        let key = f.directory + "/ann.key"
+        let passphrase = try f.write("ann's own passphrase\n", to: "ann.pw")
+        let made = try run(keychainfsBinary, ["member", "init", "--member-key", key, "--kdf", "interactive", "--passphrase-file", passphrase])
+        let publicKey = try #require(made.stdoutText.split(separator: "\n").last.map(String.init))
+        let withPassphrase = ["--vault", f.vault, "--passphrase-file", f.passphraseFile]
+        let added = try run(keychainfsBinary, ["member", "add"] + withPassphrase + [publicKey, "--name", "ann"])
+        #expect(added.exitStatus == .success, "\(added.stderr)")
+        let asAnn = ["--vault", f.vault, "--member-key", key, "--passphrase-file", passphrase]
+        let read = try run(keychainfsBinary, ["get"] + asAnn + ["deploy/key"])
+        #expect(read.stdoutText == "k3y", "\(read.stderr)")
+        #expect(try run(keychainfsBinary, ["member", "remove"] + withPassphrase + ["ann"]).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["get"] + asAnn + ["deploy/key"]).exitStatus == .wrongPassphrase)
     }
 }

@@ -33,6 +33,14 @@ enum PostgresSchema {
             wrapped_master_key bytea  NOT NULL,
             PRIMARY KEY (vault, id)
         );
+        CREATE TABLE IF NOT EXISTS member_slots (
+            vault             text  NOT NULL REFERENCES vaults (name),
+            name              bytea NOT NULL,
+            public_key        bytea NOT NULL,
+            sealed_master_key bytea NOT NULL,
+            PRIMARY KEY (vault, name),
+            UNIQUE (vault, public_key)
+        );
         CREATE TABLE IF NOT EXISTS nodes (
             vault       text   NOT NULL REFERENCES vaults (name),
             id          bigint NOT NULL,

@@ -178,6 +178,32 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
+    // MARK: member slots
+
+    func memberSlots() throws(VaultError) -> [MemberSlotRow] {
+        try db.rows("SELECT name, public_key, sealed_master_key FROM member_slots WHERE vault = $1 ORDER BY name", [name]).map {
+            (row) throws(VaultError) in
+            guard let memberName = row[0].bytes, let publicKey = row[1].bytes, let sealed = row[2].bytes else {
+                throw .integrityFailure("member slot (malformed row)")
+            }
+            return MemberSlotRow(name: memberName, publicKey: publicKey, sealedMasterKey: sealed)
+        }
+    }
+
+    func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
+        // Checked first rather than mapped from a constraint error: the message names which.
+        if try db.row("SELECT 1 FROM member_slots WHERE vault = $1 AND (name = $2 OR public_key = $3)",
+                      [name, .bytes(slot.name), .bytes(slot.publicKey)]) != nil {
+            throw .alreadyExists("member \(String(decoding: slot.name, as: UTF8.self)) or its public key")
+        }
+        try db.run("INSERT INTO member_slots (vault, name, public_key, sealed_master_key) VALUES ($1, $2, $3, $4)",
+                   [name, .bytes(slot.name), .bytes(slot.publicKey), .bytes(slot.sealedMasterKey)])
+    }
+
+    func deleteMemberSlot(named memberName: [UInt8]) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM member_slots WHERE vault = $1 AND name = $2", [name, .bytes(memberName)]) > 0
+    }
+
     // MARK: nodes
 
     private static let nodeColumns = "id, parent, kind, incarnation, name_tag, name, attributes"
