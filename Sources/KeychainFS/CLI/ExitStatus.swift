@@ -25,7 +25,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         switch self {
         case .success: "success"
         case .failure: "other failure"
-        case .wrongPassphrase: "wrong passphrase"
+        case .wrongPassphrase: "wrong passphrase, or a member key that is not a member of the vault"
         case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
         case .notFound: "no such item, dictionary, attribute or access rule; `find` matched nothing"
         case .alreadyExists: "already exists (including `init` on an existing file)"
