@@ -44,7 +44,7 @@ extension Vault {
                             logging logged: inout [AccessLogEntry], in store: NodeStore) throws(VaultError) {
         guard let name = entry.path.lastComponent else { throw .invalidArgument("the path names the root dictionary") }
         try checkItemSize(content.count)
-        let parent = try importedDictionary(at: entry.path.parent, in: store)
+        let parent = try dictionary(at: entry.path.parent, creating: true, in: store)
         let record: NodeRecord
         var replaced = false
         if let existing = try store.child(named: name, in: parent.id) {
@@ -68,8 +68,8 @@ extension Vault {
         }
         var set = try Vault.copies(entry.attributes)
         var removing: [AttributeName] = []
-        try Vault.property(.label, entry.label, set: &set, removing: &removing)
-        try Vault.property(.contentType, entry.contentType, set: &set, removing: &removing)
+        try Vault.propertyChange(.label, entry.label, set: &set, removing: &removing)
+        try Vault.propertyChange(.contentType, entry.contentType, set: &set, removing: &removing)
         try store.changeAttributes(of: record, set: set, removing: removing, replacingUserAttributes: true)
         _ = try store.attributesChanged(of: try store.existingRecord(record.id), at: .now())
         let rules = entry.rules
@@ -82,14 +82,14 @@ extension Vault {
 
     private func importDictionary(_ entry: PortableEntry, replacing: Bool, logging logged: inout [AccessLogEntry],
                                   in store: NodeStore) throws(VaultError) {
-        var record = try importedDictionary(at: entry.path, in: store)
+        var record = try dictionary(at: entry.path, creating: true, in: store)
         var set: [Attribute] = []
         var removing: [AttributeName] = []
         let ownAttributes = try store.attributes(of: record)
         if replacing || ownAttributes.isEmpty { set = try Vault.copies(entry.attributes) }
         let hasLabel = Vault.isSet(try store.attributeValue(ItemProperty.label.storedName, of: record))
         if replacing || !hasLabel {
-            try Vault.property(.label, entry.label, set: &set, removing: &removing)
+            try Vault.propertyChange(.label, entry.label, set: &set, removing: &removing)
         }
         if !set.isEmpty || !removing.isEmpty || (replacing && !ownAttributes.isEmpty) {
             try store.changeAttributes(of: record, set: set, removing: removing,
@@ -113,22 +113,6 @@ extension Vault {
         if changed { logged.append(Vault.ownChange(.ruleChange, at: entry.path)) }
     }
 
-    /// The dictionary at `path`, creating missing ones (0700) on the way.
-    private func importedDictionary(at path: VaultPath, in store: NodeStore) throws(VaultError) -> NodeRecord {
-        var record = try store.existingRecord(.root)
-        var walked = VaultPath.root
-        for component in path.components {
-            walked = walked.appending(component)
-            if let child = try store.child(named: component, in: record.id) {
-                guard child.kind == .dictionary else { throw .notADictionary(walked.description) }
-                record = child
-            } else {
-                record = try store.existingRecord(try store.insertDictionary(named: component, in: record, mode: 0o700).id)
-            }
-        }
-        return record
-    }
-
     private static func isSet(_ value: consuming SecureBuffer?) -> Bool {
         switch consume value {
         case .some: true
@@ -144,17 +128,5 @@ extension Vault {
             copied.append(Attribute(name: attribute.name, value: value))
         }
         return copied
-    }
-
-    /// A property set (copied into `set`) or, when nil, removed.
-    private static func property(_ property: ItemProperty, _ value: borrowing SecureBuffer?,
-                                 set: inout [Attribute], removing: inout [AttributeName]) throws(VaultError) {
-        switch value {
-        case .some(let value):
-            let copy = try value.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) }
-            set.append(Attribute(name: property.storedName, value: copy))
-        case .none:
-            removing.append(property.storedName)
-        }
     }
 }

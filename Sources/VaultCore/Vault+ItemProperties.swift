@@ -129,17 +129,21 @@ extension Vault {
                                          contentType: borrowing SecureBuffer?) throws(VaultError) -> (set: [Attribute], removing: [AttributeName]) {
         var set = attributes
         var removing: [AttributeName] = []
-        func add(_ property: ItemProperty, _ value: borrowing SecureBuffer?) throws(VaultError) {
-            switch value {
-            case .some(let value):
-                let copy = try value.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) }
-                set.append(Attribute(name: property.storedName, value: copy))
-            case .none:
-                removing.append(property.storedName)
-            }
-        }
-        try add(.label, label)
-        try add(.contentType, contentType)
+        try propertyChange(.label, label, set: &set, removing: &removing)
+        try propertyChange(.contentType, contentType, set: &set, removing: &removing)
         return (set, removing)
+    }
+
+    /// A property set (copied into `set`, locked memory) or, when nil, removed: an item's
+    /// store and an import's both change properties this way.
+    static func propertyChange(_ property: ItemProperty, _ value: borrowing SecureBuffer?,
+                               set: inout [Attribute], removing: inout [AttributeName]) throws(VaultError) {
+        switch value {
+        case .some(let value):
+            let copy = try value.withUnsafeBytes { (bytes) throws(VaultError) in try SecureBuffer(copying: bytes) }
+            set.append(Attribute(name: property.storedName, value: copy))
+        case .none:
+            removing.append(property.storedName)
+        }
     }
 }

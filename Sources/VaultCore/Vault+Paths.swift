@@ -16,7 +16,7 @@ extension Vault {
     }
 
     /// The dictionary at `path`, creating missing ones (0700) when `creating`.
-    private func dictionary(at path: VaultPath, creating: Bool, in store: NodeStore) throws(VaultError) -> NodeRecord {
+    func dictionary(at path: VaultPath, creating: Bool, in store: NodeStore) throws(VaultError) -> NodeRecord {
         var record = try store.existingRecord(.root)
         var walked = VaultPath.root
         for component in path.components {
