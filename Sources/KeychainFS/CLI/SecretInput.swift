@@ -87,27 +87,51 @@ enum SecretInput {
 
     /// `--extpass`: the standard output of `sh -c COMMAND`, as gocryptfs and ssh-askpass do.
     private static func readFromCommand(_ command: String, into buffer: inout SecureBuffer) throws(VaultError) {
+        let (outcome, status) = try output(of: ["/bin/sh", "-c", command], searchingPath: false, into: &buffer,
+                                           limit: maximumPassphraseBytes) { .invalidArgument("--extpass: \($0)") }
+        guard outcome == .complete else { throw .invalidArgument("the --extpass output is longer than \(maximumPassphraseBytes) bytes") }
+        guard status == 0 else { throw .invalidArgument("the --extpass command failed (status \(status))") }
+    }
+
+    /// Runs `arguments` (the program found on PATH when `searchingPath`) with its standard
+    /// output read from a pipe into `buffer`, locked memory, at most `limit` bytes (a program
+    /// that writes more, or whose output cannot be read, is killed), and waits for it: the
+    /// read's outcome and the exit status as a shell reports it. `failure` words the error
+    /// when it cannot be started; a pipe that cannot be made is a storage failure (no
+    /// descriptors left), whoever asks.
+    static func output(of arguments: [String], searchingPath: Bool, into buffer: inout SecureBuffer, limit: Int,
+                       failure: (String) -> VaultError) throws(VaultError) -> (outcome: ReadOutcome, status: Int32) {
         var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw .invalidArgument("cannot create a pipe for --extpass") }
+        guard pipe(&pipeFDs) == 0 else { throw .storageFailure("cannot create a pipe for \(arguments[0]): \(String(cString: strerror(errno)))") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
         posix_spawn_file_actions_addclose(&actions, pipeFDs[1])
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let rc = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
+        var pid: pid_t = 0
+        let rc = searchingPath ? posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+                               : posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
         close(pipeFDs[1])
         defer { close(pipeFDs[0]) }
-        guard rc == 0 else { throw .invalidArgument("cannot run --extpass command: \(String(cString: strerror(rc)))") }
-        let outcome = try read(pipeFDs[0], into: &buffer, limit: maximumPassphraseBytes)
+        guard rc == 0 else { throw failure("cannot run \(arguments[0]): \(String(cString: strerror(rc)))") }
+        func reap() -> Int32 {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return Subprocess.exitStatus(status)
+        }
+        let outcome: ReadOutcome
+        do throws(VaultError) {
+            outcome = try read(pipeFDs[0], into: &buffer, limit: limit)
+        } catch {
+            kill(pid, SIGKILL)
+            _ = reap()
+            throw error
+        }
         if outcome == .overLimit { kill(pid, SIGKILL) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard outcome == .complete else { throw .invalidArgument("the --extpass output is longer than \(maximumPassphraseBytes) bytes") }
-        guard status == 0 else { throw .invalidArgument("the --extpass command failed (status \(status >> 8))") }
+        return (outcome, reap())
     }
 
     /// A line from /dev/tty with echo off.
