@@ -11,6 +11,8 @@ parser.add_argument("--workloads-only", action="store_true", help="skip mount ti
 parser.add_argument("--secret-service-only", action="store_true",
                     help="only the Secret Service section: secret-tool lookups against KeychainFS and gnome-keyring, cat through the mount")
 parser.add_argument("--lookups", type=int, default=1000, help="calls per run in the Secret Service section")
+parser.add_argument("--no-postgres", action="store_true", help="leave out the vault in PostgreSQL")
+parser.add_argument("--changes", type=int, default=50, help="changes timed from one mount to the other in the PostgreSQL section")
 args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,10 +21,16 @@ PW = os.path.join(work, "pw")
 open(PW, "w").write("benchmark passphrase\n")
 mounted = []
 daemons = []  # subprocess.Popen of every daemon the bench started and has not stopped yet
+POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
+postgres_directories = []  # removed by cleanup, once the server is stopped
 
 
 def sh(command, **kw):
-    return subprocess.run(command, shell=isinstance(command, str), check=True, capture_output=True, text=True, **kw)
+    done = subprocess.run(command, shell=isinstance(command, str), capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        raise RuntimeError("%s: exit status %d: %s" % (command if isinstance(command, str) else shlex.join(command), done.returncode,
+                                                      done.stderr.strip()[-500:]))
+    return done
 
 
 def timed(command, **kw):
@@ -39,6 +47,8 @@ def cleanup():
     for daemon in reversed(daemons[:]):
         stop_daemon(daemon)
     shutil.rmtree(work, ignore_errors=True)
+    for directory in postgres_directories:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def kfs_mount(vault, mountpoint, kdf="interactive", extra=(), env=None):
@@ -114,6 +124,11 @@ def filesystem_workloads():
     sh([KFS, "init", "--vault", os.path.join(work, "bench.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
     kfs_mount(os.path.join(work, "bench.vault"), kfs)
     systems = [("tmpfs", tmpfs), ("gocryptfs", gocrypt), ("keychainfs", kfs)]
+    if postgres_vault is not None:
+        kfs_pg = os.path.join(work, "keychainfs-pg")
+        sh([KFS, "init", "--vault", postgres_vault, "--passphrase-file", PW, "--kdf", "interactive"])
+        kfs_mount(postgres_vault, kfs_pg)
+        systems.append(("keychainfs-pg", kfs_pg))
     # The same vault format with the access log off, for what logging costs (`cat all`).
     kfs_nolog = os.path.join(work, "keychainfs-nolog")
     sh([KFS, "init", "--vault", os.path.join(work, "nolog.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
@@ -234,6 +249,90 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Config
   </policy>
 </busconfig>
 """
+
+
+def start_postgres():
+    """A PostgreSQL server of the bench's own: a fresh cluster under work/, on a Unix socket
+    only, with pg_stat_statements for counting the statements a change costs. Returns the libpq
+    URI of a database on it, or None (and why, in `unavailable`) when it cannot run here."""
+    if not os.path.exists(os.path.join(POSTGRES_BIN, "initdb")):
+        unavailable["postgresql"] = "PostgreSQL 15 is not installed (Debian package postgresql)"
+        return None
+    # Beside work/, not in it: the server's user cannot enter a directory of mkdtemp's (0700).
+    directory = tempfile.mkdtemp(prefix="keychainfs-bench-postgres.")
+    postgres_directories.append(directory)
+    socket = os.path.join(directory, "socket")
+    os.makedirs(socket)
+    as_server = []
+    if os.getuid() == 0:  # the server refuses root: run it as Debian's postgres user
+        import pwd
+        user = pwd.getpwnam("postgres")
+        for path in (directory, socket):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        as_server = ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--init-groups", "--"]
+    data = os.path.join(directory, "data")
+    sh(as_server + [os.path.join(POSTGRES_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+    log = open(os.path.join(directory, "server.log"), "wb")
+    server = start_daemon(as_server + [os.path.join(POSTGRES_BIN, "postgres"), "-D", data, "-k", socket, "-c", "listen_addresses=",
+                                       "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"],
+                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while subprocess.run([os.path.join(POSTGRES_BIN, "pg_isready"), "-q", "-h", socket]).returncode != 0:
+        if server.poll() is not None or time.monotonic() > deadline:
+            unavailable["postgresql"] = "the server did not start: " + open(os.path.join(directory, "server.log")).read()[-300:]
+            return None
+        time.sleep(0.05)
+    sh([os.path.join(POSTGRES_BIN, "createdb"), "-h", socket, "-U", "postgres", "bench"])
+    psql(socket, "CREATE EXTENSION pg_stat_statements")
+    return socket
+
+
+def psql(socket, query):
+    return sh([os.path.join(POSTGRES_BIN, "psql"), "-h", socket, "-U", "postgres", "-d", "bench", "-AtX", "-c", query]).stdout.strip()
+
+
+def postgres_two_mounts(socket):
+    """Two mounts of one vault in PostgreSQL (two daemons, as on two machines): how long a change
+    made through one takes to show through the other, and how many statements (each one round
+    trip) the server runs for one `echo >` and for one `cat`."""
+    vault = "postgresql:///bench?host=%s&user=postgres#two" % socket
+    sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
+    a, b = os.path.join(work, "pg-a"), os.path.join(work, "pg-b")
+    kfs_mount(vault, a)
+    kfs_mount(vault, b)
+    os.makedirs(os.path.join(a, "shared"))
+    delays = []
+    try:
+        for i in range(args.changes):
+            value = "change %d\n" % i
+            path = os.path.join("shared", "item%d" % (i % 5))
+            with open(os.path.join(a, path), "w") as f:
+                f.write(value)
+            start = time.perf_counter()
+            deadline = start + 10
+            while True:
+                try:
+                    with open(os.path.join(b, path)) as f:
+                        if f.read() == value:
+                            break
+                except FileNotFoundError:
+                    pass
+                if time.perf_counter() > deadline:
+                    raise RuntimeError("a change through one mount did not show through the other within 10 s")
+                time.sleep(0.002)
+            delays.append(time.perf_counter() - start)
+        counted = {}
+        for label, command in (("echo >", "for i in $(seq 1 100); do echo value$i > %s/shared/counted; done" % a),
+                               ("cat", "for i in $(seq 1 100); do cat %s/shared/counted > /dev/null; done" % a)):
+            psql(socket, "SELECT pg_stat_statements_reset()")
+            sh(["bash", "-c", command])
+            # Statements of every session but this psql's own (pg_stat_statements counts them too).
+            calls = psql(socket, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'")
+            counted[label] = int(calls) / 100
+        return delays, counted
+    finally:
+        kfs_unmount(b)
+        kfs_unmount(a)
 
 
 class Unavailable(Exception):
@@ -367,9 +466,17 @@ def secret_service_lookups():
             stop_daemon(daemon)
 
 
+postgres_vault = None
+two_mounts = None  # (delays in seconds, statements per call by command)
 try:
+    if not args.secret_service_only and not args.no_postgres:
+        postgres_socket = start_postgres()
+        if postgres_socket is not None:
+            postgres_vault = "postgresql:///bench?host=%s&user=postgres#bench" % postgres_socket
     if not args.secret_service_only:
         kfs = filesystem_workloads()
+        if postgres_vault is not None:
+            two_mounts = postgres_two_mounts(postgres_socket)
         if not args.workloads_only:  # a quick look while working on the filesystem
             mount_times_and_vault_sizes(kfs)
     if not args.workloads_only:
@@ -386,10 +493,12 @@ for (workload, _system) in results:
     if workload not in workloads:
         workloads.append(workload)
 for workload in workloads:
-    med = {s: statistics.median(results[(workload, s)]) for s in ("tmpfs", "gocryptfs", "keychainfs") if (workload, s) in results}
-    k = med.get("keychainfs")
+    med = {s: statistics.median(results[(workload, s)]) for s in ("tmpfs", "gocryptfs", "keychainfs", "keychainfs-pg")
+           if (workload, s) in results}
+    k, pg = med.get("keychainfs"), med.get("keychainfs-pg")
     rows.append((workload, med.get("tmpfs"), med.get("gocryptfs"), k,
-                 k / med["tmpfs"] if k and med.get("tmpfs") else None, k / med["gocryptfs"] if k and med.get("gocryptfs") else None))
+                 k / med["tmpfs"] if k and med.get("tmpfs") else None, k / med["gocryptfs"] if k and med.get("gocryptfs") else None,
+                 pg, pg / k if pg and k else None))
 
 
 def f(x, digits=3):
@@ -400,10 +509,21 @@ machine = "%s, %d cores, %s" % (platform.node(), os.cpu_count(), platform.platfo
 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 lines = ["Benchmark of %s on %s; medians of %d runs%s." % (when, machine, args.runs, " (seconds)" if rows else "")]
 if rows:
-    lines += ["", "| workload | tmpfs | gocryptfs | KeychainFS | KeychainFS / tmpfs | KeychainFS / gocryptfs |",
-              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["", "| workload | tmpfs | gocryptfs | KeychainFS | KeychainFS / tmpfs | KeychainFS / gocryptfs "
+              "| KeychainFS, vault in PostgreSQL | PostgreSQL / file |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2)))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2),
+                                                              f(r[6]), f(r[7], 2)))
+    if "postgresql" in unavailable:
+        lines += ["", "Vault in PostgreSQL: not measured: " + unavailable["postgresql"]]
+if two_mounts is not None:
+    delays, counted = two_mounts
+    ordered = sorted(delays)
+    lines += ["", "Vault in PostgreSQL (a server on this machine, Unix socket), mounted twice (two daemons): a change written "
+              "through one shows through the other after %.0f ms (median of %d changes; slowest %.0f ms). Statements the "
+              "server runs (one round trip each): %.1f per `echo > item`, %.1f per `cat item`."
+              % (statistics.median(delays) * 1000, len(delays), ordered[-1] * 1000, counted["echo >"], counted["cat"])]
 if commit_us:
     lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
               % (commit_us["FULL"], commit_us["NORMAL"])]
@@ -443,9 +563,14 @@ os.makedirs(os.path.join(ROOT, "results"), exist_ok=True)
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 open(os.path.join(ROOT, "results", "bench-%s.md" % stamp), "w").write(report + "\n")
 with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
-    csv.write("workload,tmpfs_s,gocryptfs_s,keychainfs_s,ratio_tmpfs,ratio_gocryptfs,gnome_keyring_s,ratio_gnome_keyring\n")
+    csv.write("workload,tmpfs_s,gocryptfs_s,keychainfs_s,ratio_tmpfs,ratio_gocryptfs,gnome_keyring_s,ratio_gnome_keyring,"
+              "keychainfs_postgresql_s,ratio_postgresql_file\n")
     for r in rows:
-        csv.write('"%s",%s,%s,%s,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3)))
+        csv.write('"%s",%s,%s,%s,%s,%s,,,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3), f(r[6], 6), f(r[7], 3)))
+    if two_mounts is not None:
+        csv.write('"postgresql change seen by the other mount, s (median)",,,%f,,\n' % statistics.median(two_mounts[0]))
+        csv.write('"postgresql statements per echo >",,,%f,,\n"postgresql statements per cat",,,%f,,\n'
+                  % (two_mounts[1]["echo >"], two_mounts[1]["cat"]))
     if commit_us:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
