@@ -96,6 +96,9 @@ final class PostgresConnection: @unchecked Sendable {
             retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
             throw unreachable("cannot connect to PostgreSQL at \(displayName): \(message)")
         }
+        // libpq prints notices (and a server's last words to an idle session) on stderr; a
+        // library has no business there, and what matters arrives as a result or a loss.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         statements = [:]
         generation += 1

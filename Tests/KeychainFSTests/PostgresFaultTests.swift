@@ -1,0 +1,305 @@
+import Foundation
+import Glibc
+@testable import KeychainFS
+import Synchronization
+import Testing
+@testable import VaultCore
+
+/// Writes items through a mount one by one on a thread of its own, and keeps which ones the
+/// filesystem acknowledged: created, written whole and closed with 0.
+private final class ItemWriter: Sendable {
+    private struct State {
+        var running = true
+        var acknowledged: [String: String] = [:]
+        var failures: [Int32] = []
+    }
+
+    private let state = Mutex(State())
+    private let finished = Mutex(false)
+
+    init(into directory: String) {
+        let thread = Thread { [self] in
+            var index = 0
+            while state.withLock({ $0.running }) {
+                index += 1
+                let name = "item-\(index)"
+                let content = "content of item \(index)"
+                let failure = PostgresFaultTests.writeItem(directory + "/" + name, content)
+                state.withLock { state in
+                    if let failure { state.failures.append(failure) } else { state.acknowledged[name] = content }
+                }
+            }
+            finished.withLock { $0 = true }
+        }
+        thread.start()
+    }
+
+    var acknowledged: [String: String] { state.withLock { $0.acknowledged } }
+    var failures: [Int32] { state.withLock { $0.failures } }
+
+    /// Stops after the item being written; false if it did not end in time.
+    func stop() -> Bool {
+        state.withLock { $0.running = false }
+        return eventually(within: 30) { finished.withLock { $0 } }
+    }
+}
+
+/// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with
+/// EIO within a bound, nothing acknowledged is lost, and the mount recovers by itself.
+@Suite(.serialized) struct PostgresFaultTests {
+    /// Short bounds, so that the tests wait seconds, not the defaults' tens of seconds.
+    static let timeout = 3
+    static func boundedURI(_ uri: String) -> String { uri + "&keychainfs_timeout=\(timeout)&connect_timeout=2" }
+
+    /// nil when the item was created, written whole and closed with 0; else the failing errno.
+    static func writeItem(_ path: String, _ content: String) -> Int32? {
+        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
+        guard fd >= 0 else { return errno }
+        let bytes = Array(content.utf8)
+        let written = write(fd, bytes, bytes.count)
+        let writeError = errno
+        guard close(fd) == 0 else { return errno }
+        return written == bytes.count ? nil : writeError
+    }
+
+    /// `stat` of a name never seen (so the kernel asks the daemon): its errno and how long it took.
+    static func timedLookup(_ path: String) -> (errno: Int32, seconds: Double) {
+        let start = Date()
+        var status = stat()
+        let code = stat(path, &status) == 0 ? 0 : errno
+        return (code, Date().timeIntervalSince(start))
+    }
+
+    static func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+        let start = Date()
+        let value = try body()
+        return (value, Date().timeIntervalSince(start))
+    }
+
+    @Test func aServerStoppedAndStartedMidWriteLosesNothingAcknowledgedAndTheMountRecovers() throws {
+        let server = try PostgresServer()
+        let vault = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("faults")))
+        let mountpoint = vault.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let logFile = vault.directory + "/daemon.stderr"
+        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile)
+        func log() -> String { procText(logFile) }
+
+        // A descriptor that wrote before the server went: its close must report the loss.
+        let held = open(mountpoint + "/held", O_CREAT | O_WRONLY, 0o600)
+        #expect(held >= 0)
+        let writer = ItemWriter(into: mountpoint)
+        #expect(eventually(within: 30) { writer.acknowledged.count >= 5 })
+        server.stop()
+        #expect(write(held, "written", 7) == 7)
+        let heldClose = close(held) == 0 ? 0 : errno
+        #expect(heldClose == EIO)
+
+        let lookup = PostgresFaultTests.timedLookup(mountpoint + "/never-\(UUID())")
+        #expect(lookup.errno == EIO)
+        #expect(lookup.seconds < Double(PostgresFaultTests.timeout + 2), "a lookup took \(lookup.seconds) s")
+        // The writer's calls fail too, and the mount answers whoever lists or reads it.
+        let failedBefore = writer.failures.count
+        #expect(eventually(within: 20) { writer.failures.count > failedBefore })
+        #expect(writer.failures.allSatisfy { $0 == EIO }, "\(Set(writer.failures))")
+        let (listing, listingSeconds) = try PostgresFaultTests.timed { try run("/bin/ls", [mountpoint]) }
+        #expect(listingSeconds < 15, "ls took \(listingSeconds) s (status \(listing.status))")
+        let someItem = writer.acknowledged.keys.sorted().first ?? "held"
+        let (reading, readingSeconds) = try PostgresFaultTests.timed { try run("/bin/cat", [mountpoint + "/" + someItem]) }
+        #expect(readingSeconds < 15, "cat took \(readingSeconds) s (status \(reading.status))")
+        #expect(eventually { log().contains("\(mountpoint): lost the vault's storage (lost the connection to PostgreSQL at") }, "\(log())")
+
+        let restarted = Date()
+        try server.restart()
+        // Without a remount: the writer's items are acknowledged again.
+        let acknowledgedAtRestart = writer.acknowledged.count
+        #expect(eventually(within: 30) { writer.acknowledged.count > acknowledgedAtRestart + 2 })
+        print("PostgresFaultTests: lookup failed after \(lookup.seconds) s; writes acknowledged again \(Date().timeIntervalSince(restarted)) s after the restart began")
+        #expect(writer.stop())
+        #expect(eventually { log().contains("\(mountpoint): the vault's storage is reachable again") }, "\(log())")
+        #expect(log().components(separatedBy: "lost the vault's storage").count == 2, "\(log())")
+
+        let acknowledged = writer.acknowledged
+        #expect(acknowledged.count > 5)
+        for (name, content) in acknowledged {
+            #expect(readFile(mountpoint + "/" + name) == Array(content.utf8), "\(name)")
+        }
+        // And from the server itself, through a connection of its own.
+        let names = try vault.cli(["ls"]).stdoutText.split(separator: "\n").map(String.init)
+        #expect(Set(acknowledged.keys).isSubset(of: Set(names)))
+        if let last = acknowledged.keys.max(by: { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }) {
+            #expect(try vault.cli(["get", last]).stdoutText == acknowledged[last])
+        }
+        withExtendedLifetime(daemon) {}
+    }
+
+    @Test func aServerThatStopsAnsweringFailsACallWithinTheTimeout() throws {
+        let server = try PostgresServer()
+        let vault = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("silent")))
+        let mountpoint = vault.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let logFile = vault.directory + "/daemon.stderr"
+        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile)
+        #expect(PostgresFaultTests.writeItem(mountpoint + "/before", "before") == nil)
+        let held = open(mountpoint + "/held", O_CREAT | O_WRONLY, 0o600)
+        #expect(held >= 0)
+
+        server.suspend()
+        defer { server.resume() }
+        // The store at close waits for the server up to the timeout, then is reported failed.
+        #expect(write(held, "written", 7) == 7)
+        let (closed, closeSeconds) = PostgresFaultTests.timed { close(held) == 0 ? 0 : errno }
+        #expect(closed == EIO)
+        #expect(closeSeconds >= Double(PostgresFaultTests.timeout) - 0.5 && closeSeconds < Double(PostgresFaultTests.timeout + 3),
+                "the close took \(closeSeconds) s")
+        #expect(eventually { procText(logFile).contains("did not answer within \(PostgresFaultTests.timeout) s") }, "\(procText(logFile))")
+        // The next call tries a new connection, bounded by connect_timeout (2 s here).
+        let lookup = PostgresFaultTests.timedLookup(mountpoint + "/never-\(UUID())")
+        #expect(lookup.errno == EIO)
+        #expect(lookup.seconds < Double(PostgresFaultTests.timeout + 3), "a lookup took \(lookup.seconds) s")
+        // A new connection to a silent server is bounded by connect_timeout.
+        let (listing, listingSeconds) = try PostgresFaultTests.timed { try vault.cli(["ls"]) }
+        #expect(listing.exitStatus == .storage, "\(listing.stderr)")
+        #expect(listingSeconds < 10, "the command took \(listingSeconds) s")
+
+        server.resume()
+        let resumed = Date()
+        #expect(eventually(within: 30) { PostgresFaultTests.writeItem(mountpoint + "/after", "after") == nil })
+        print("PostgresFaultTests: a silent server failed a close after \(closeSeconds) s, a lookup after \(lookup.seconds) s, the CLI after \(listingSeconds) s; writes worked again \(Date().timeIntervalSince(resumed)) s after SIGCONT")
+        #expect(readFile(mountpoint + "/before") == Array("before".utf8))
+        #expect(readFile(mountpoint + "/after") == Array("after".utf8))
+        withExtendedLifetime(daemon) {}
+    }
+
+    @Test func aCommandAgainstAStoppedServerFailsWithOneLine() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("stopped")
+        let vault = try CLIFixture(vault: uri.replacingOccurrences(of: "postgresql:///", with: "postgresql://postgres:hunter2-canary@/"))
+        #expect(try vault.cli(["set", "kept", "value"]).exitStatus == .success)
+        server.stop()
+        let (result, seconds) = try PostgresFaultTests.timed { try vault.cli(["get", "kept"]) }
+        #expect(result.exitStatus == .storage)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot connect to PostgreSQL at postgresql://postgres@/stopped?host=\(server.socketDirectory)&user=postgres#default: "),
+                "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2"))
+        #expect(seconds < 10)
+    }
+
+    /// Durability is the commit's: a session whose server (or database, or role) turned
+    /// synchronous_commit off is turned back on.
+    @Test func sessionsCommitDurablyWhateverTheServerSays() throws {
+        let server = try PostgresServer(.init(settings: ["synchronous_commit=off"]))
+        let uri = try server.createDatabase("durable")
+        #expect(try server.sql("durable", "SHOW synchronous_commit") == "off\n")
+        let connection = try PostgresConnection(location: PostgresLocation(uri))
+        guard case .text(let setting) = try connection.row("SHOW synchronous_commit")?.first else {
+            Issue.record("no setting")
+            return
+        }
+        #expect(setting == "on")
+    }
+
+    /// The change token sees what was committed while the connection was down, though the
+    /// NOTIFY for it went to no connection of this vault.
+    @Test func aReconnectedVaultSeesChangesItMissed() throws {
+        let server = try PostgresServer()
+        let fixture = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("missed")))
+        let phrase = try String(contentsOfFile: fixture.passphraseFile, encoding: .utf8).dropLast()
+        var passphrase = try SecureBuffer(capacity: phrase.utf8.count)
+        try Array(phrase.utf8).withUnsafeBytes { try passphrase.append($0) }
+        let vault = try Vault.open(at: fixture.vault, passphrase: passphrase)
+        let events = Mutex<[StorageConnectionEvent]>([])
+        vault.observeStorageConnection { event in events.withLock { $0.append(event) } }
+        let before = try vault.changeStamp()
+
+        // Reconnected, nothing changed: the same stamp. The loss shows at a later look
+        // (the first may only read the server's goodbye), the return at the one after.
+        try server.restart()
+        #expect(eventually {
+            _ = try? vault.changeStamp()
+            return events.withLock { $0.count == 2 && $0.last == .restored }
+        }, "\(events.withLock { $0 })")
+        #expect(try vault.changeStamp() == before)
+
+        try server.restart()
+        #expect(try fixture.cli(["set", "while-away", "x"]).exitStatus == .success)
+        #expect(eventually {
+            _ = try? vault.changeStamp()
+            return events.withLock { $0.count == 4 && $0.last == .restored }
+        }, "\(events.withLock { $0 })")
+        #expect(try vault.changeStamp() != before)
+    }
+}
+
+/// TLS to a server on another machine: libpq verifies the certificate and the host name.
+@Suite(.serialized) struct PostgresTLSTests {
+    @Test func aVaultOpensOverVerifiedTLSAndAnotherAuthorityIsRefused() throws {
+        let directory = NSTemporaryDirectory() + "kcfs-tls-" + UUID().uuidString.prefix(8)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let authority = try TestCertificateAuthority(in: directory, name: "team")
+        let stranger = try TestCertificateAuthority(in: directory, name: "stranger")
+        let server = try PostgresServer(.init(tcp: true, tls: (authority.serverCertificate, authority.serverKey)))
+        _ = try server.createDatabase("tls")
+        func uri(host: String = "localhost", authority: String) -> String {
+            "postgresql://postgres:hunter2-canary@\(host):\(server.port)/tls?sslmode=verify-full&sslrootcert=\(authority)"
+        }
+
+        let vault = try CLIFixture(vault: uri(authority: authority.certificate))
+        #expect(try vault.cli(["set", "over-tls", "sealed"]).exitStatus == .success)
+        #expect(try vault.cli(["get", "over-tls"]).stdoutText == "sealed")
+        // The server lets TCP in over TLS only, so these went over it.
+        let plain = try run(keychainfsBinary, ["ls", "--vault", "postgresql://postgres@localhost:\(server.port)/tls?sslmode=disable",
+                                               "--passphrase-file", vault.passphraseFile])
+        #expect(plain.exitStatus == .storage, "\(plain.stderr)")
+
+        for (other, reason) in [(uri(authority: stranger.certificate), "certificate verify failed"),
+                                (uri(host: "127.0.0.1", authority: authority.certificate), "does not match host name")] {
+            let refused = try run(keychainfsBinary, ["ls", "--vault", other, "--passphrase-file", vault.passphraseFile])
+            #expect(refused.exitStatus == .storage, "\(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+            #expect(refused.stderr.contains("cannot connect to PostgreSQL at "
+                                            + other.replacingOccurrences(of: ":hunter2-canary@", with: "@") + "#default: "), "\(refused.stderr)")
+            #expect(refused.stderr.contains(reason), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("hunter2"))
+        }
+    }
+}
+
+/// The tables' layout upgrades in numbered steps, as the file format does.
+@Suite(.serialized) struct PostgresSchemaTests {
+    @Test func aLayoutOneDatabaseIsUpgradedWithItsVaultIntactAndANewerOneIsRefused() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("old")
+        let vault = try CLIFixture(vault: uri)
+        #expect(try vault.cli(["set", "kept", "from layout 1"]).exitStatus == .success)
+        // Back to layout 1, and checked to be exactly what layout 1's DDL makes.
+        try server.sql("old", "ALTER TABLE vaults DROP COLUMN change_count; UPDATE keychainfs_schema SET version = 1")
+        _ = try server.createDatabase("reference")
+        try server.sql("reference", """
+            CREATE TABLE keychainfs_schema (singleton integer PRIMARY KEY CHECK (singleton = 1), version bigint NOT NULL);
+            \(PostgresSchema.layout1)
+            """)
+        let layoutOf = { (database: String) throws -> String in
+            try server.sql(database, """
+                SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+                FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position
+                """)
+        }
+        #expect(try layoutOf("old") == (try layoutOf("reference")))
+
+        #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
+        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "2\n")
+        let count = Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1
+        #expect(try vault.cli(["set", "later", "x"]).exitStatus == .success)
+        #expect((Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1) > count)
+        #expect(try vault.cli(["verify"]).exitStatus == .success)
+
+        try server.sql("old", "UPDATE keychainfs_schema SET version = 99")
+        let refused = try vault.cli(["ls"])
+        #expect(refused.exitStatus == .unusableVault, "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1)
+        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (2)"), "\(refused.stderr)")
+    }
+}
