@@ -109,6 +109,10 @@ final class PostgresConnection: @unchecked Sendable {
             try execute("SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
             for channel in channels { try execute("LISTEN \(try quoted(channel))") }
         } catch {
+            // Half set up is not connected: the next attempt starts over.
+            if let handle { PQfinish(handle) }
+            handle = nil
+            statements = [:]
             retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
             throw error
         }
@@ -148,12 +152,9 @@ final class PostgresConnection: @unchecked Sendable {
         return .storageUnreachable(reason)
     }
 
-    /// A failure to reach the server; while connected before, it is a loss.
+    /// A failed attempt to connect; during an outage, its latest cause is what calls report.
     private func unreachable(_ reason: String) -> VaultError {
-        if lost != nil || generation > 0 {
-            if lost == nil { observer?(.lost(reason: reason)) }
-            lost = reason
-        }
+        if lost != nil { lost = reason }
         return .storageUnreachable(reason)
     }
 
