@@ -187,6 +187,41 @@ private final class ItemWriter: Sendable {
         #expect(seconds < 10)
     }
 
+    /// A COMMIT the server takes longer to answer than the timeout may still commit after the
+    /// client gave up: such a change is reported as failed, and says its outcome is unknown.
+    @Test func aCommitWhoseOutcomeIsUnknownIsReportedAsFailed() throws {
+        let server = try PostgresServer()
+        let vault = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("unknown")))
+        // A deferred trigger runs at COMMIT: the server holds the commit past the timeout.
+        try server.sql("unknown", """
+            CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(\(PostgresFaultTests.timeout + 2)); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON vaults DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();
+            """)
+        let (result, seconds) = try PostgresFaultTests.timed { try vault.cli(["set", "maybe", "value"]) }
+        #expect(result.exitStatus == .storage, "\(result.stderr)")
+        #expect(result.stderr.contains("did not answer within \(PostgresFaultTests.timeout) s; whether the last change was committed is unknown"),
+                "\(result.stderr)")
+        #expect(seconds < Double(PostgresFaultTests.timeout + 10))
+        try server.sql("unknown", "DROP TRIGGER slow_commit ON vaults")
+        // Which is why it was not acknowledged: here the server went on and committed it.
+        #expect(eventually(within: 20) { (try? vault.cli(["get", "maybe"]).stdoutText) == "value" })
+    }
+
+    @Test func theTimeoutParameterIsCheckedAndNotPassedToLibpq() throws {
+        for bad in ["0", "-1", "ten", "3601"] {
+            let result = try run(keychainfsBinary, ["ls", "--vault", "postgresql:///nodb?host=/nonexistent&keychainfs_timeout=\(bad)",
+                                                    "--passphrase-file", "/dev/null"])
+            #expect(result.exitStatus == .invalidInput, "\(bad): \(result.stderr)")
+            #expect(result.stderr.contains("keychainfs_timeout in a PostgreSQL URI is a number of seconds from 1 to 3600"), "\(result.stderr)")
+        }
+        // Taken out before libpq, which would refuse a parameter it does not know.
+        let result = try run(keychainfsBinary, ["ls", "--vault", "postgresql:///nodb?keychainfs_timeout=5&host=/nonexistent",
+                                                "--passphrase-file", "/dev/null"])
+        #expect(result.exitStatus == .storage)
+        #expect(!result.stderr.contains("invalid URI query parameter"), "\(result.stderr)")
+        #expect(result.stderr.contains("/nonexistent"), "\(result.stderr)")
+    }
+
     /// Durability is the commit's: a session whose server (or database, or role) turned
     /// synchronous_commit off is turned back on.
     @Test func sessionsCommitDurablyWhateverTheServerSays() throws {
@@ -249,6 +284,13 @@ private final class ItemWriter: Sendable {
         let vault = try CLIFixture(vault: uri(authority: authority.certificate))
         #expect(try vault.cli(["set", "over-tls", "sealed"]).exitStatus == .success)
         #expect(try vault.cli(["get", "over-tls"]).stdoutText == "sealed")
+        let mountpoint = vault.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint)
+        #expect(readFile(mountpoint + "/over-tls") == Array("sealed".utf8))
+        #expect(PostgresFaultTests.writeItem(mountpoint + "/mounted", "through the mount") == nil)
+        #expect(try vault.cli(["get", "mounted"]).stdoutText == "through the mount")
+        withExtendedLifetime(daemon) {}
         // The server lets TCP in over TLS only, so these went over it.
         let plain = try run(keychainfsBinary, ["ls", "--vault", "postgresql://postgres@localhost:\(server.port)/tls?sslmode=disable",
                                                "--passphrase-file", vault.passphraseFile])
