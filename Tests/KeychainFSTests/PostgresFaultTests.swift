@@ -5,62 +5,12 @@ import Synchronization
 import Testing
 @testable import VaultCore
 
-/// Writes items through a mount one by one on a thread of its own, and keeps which ones the
-/// filesystem acknowledged: created, written whole and closed with 0.
-private final class ItemWriter: Sendable {
-    private struct State {
-        var running = true
-        var acknowledged: [String: String] = [:]
-        var failures: [Int32] = []
-    }
-
-    private let state = Mutex(State())
-    private let finished = Mutex(false)
-
-    init(into directory: String) {
-        let thread = Thread { [self] in
-            var index = 0
-            while state.withLock({ $0.running }) {
-                index += 1
-                let name = "item-\(index)"
-                let content = "content of item \(index)"
-                let failure = PostgresFaultTests.writeItem(directory + "/" + name, content)
-                state.withLock { state in
-                    if let failure { state.failures.append(failure) } else { state.acknowledged[name] = content }
-                }
-            }
-            finished.withLock { $0 = true }
-        }
-        thread.start()
-    }
-
-    var acknowledged: [String: String] { state.withLock { $0.acknowledged } }
-    var failures: [Int32] { state.withLock { $0.failures } }
-
-    /// Stops after the item being written; false if it did not end in time.
-    func stop() -> Bool {
-        state.withLock { $0.running = false }
-        return eventually(within: 30) { finished.withLock { $0 } }
-    }
-}
-
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with
 /// EIO within a bound, nothing acknowledged is lost, and the mount recovers by itself.
 @Suite(.serialized) struct PostgresFaultTests {
     /// Short bounds, so that the tests wait seconds, not the defaults' tens of seconds.
     static let timeout = 3
     static func boundedURI(_ uri: String) -> String { uri + "&keychainfs_timeout=\(timeout)&connect_timeout=2" }
-
-    /// nil when the item was created, written whole and closed with 0; else the failing errno.
-    static func writeItem(_ path: String, _ content: String) -> Int32? {
-        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
-        guard fd >= 0 else { return errno }
-        let bytes = Array(content.utf8)
-        let written = write(fd, bytes, bytes.count)
-        let writeError = errno
-        guard close(fd) == 0 else { return errno }
-        return written == bytes.count ? nil : writeError
-    }
 
     /// `stat` of a name never seen (so the kernel asks the daemon): its errno and how long it took.
     static func timedLookup(_ path: String) -> (errno: Int32, seconds: Double) {
@@ -140,7 +90,7 @@ private final class ItemWriter: Sendable {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let logFile = vault.directory + "/daemon.stderr"
         let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile)
-        #expect(PostgresFaultTests.writeItem(mountpoint + "/before", "before") == nil)
+        #expect(ItemWriter.writeItem(mountpoint + "/before", "before") == nil)
         let held = open(mountpoint + "/held", O_CREAT | O_WRONLY, 0o600)
         #expect(held >= 0)
 
@@ -164,7 +114,7 @@ private final class ItemWriter: Sendable {
 
         server.resume()
         let resumed = Date()
-        #expect(eventually(within: 30) { PostgresFaultTests.writeItem(mountpoint + "/after", "after") == nil })
+        #expect(eventually(within: 30) { ItemWriter.writeItem(mountpoint + "/after", "after") == nil })
         print("PostgresFaultTests: a silent server failed a close after \(closeSeconds) s, a lookup after \(lookup.seconds) s, the CLI after \(listingSeconds) s; writes worked again \(Date().timeIntervalSince(resumed)) s after SIGCONT")
         #expect(readFile(mountpoint + "/before") == Array("before".utf8))
         #expect(readFile(mountpoint + "/after") == Array("after".utf8))
@@ -265,83 +215,5 @@ private final class ItemWriter: Sendable {
             return events.withLock { $0.count == 4 && $0.last == .restored }
         }, "\(events.withLock { $0 })")
         #expect(try vault.changeStamp() != before)
-    }
-}
-
-/// TLS to a server on another machine: libpq verifies the certificate and the host name.
-@Suite(.serialized) struct PostgresTLSTests {
-    @Test func aVaultOpensOverVerifiedTLSAndAnotherAuthorityIsRefused() throws {
-        let directory = NSTemporaryDirectory() + "kcfs-tls-" + UUID().uuidString.prefix(8)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let authority = try TestCertificateAuthority(in: directory, name: "team")
-        let stranger = try TestCertificateAuthority(in: directory, name: "stranger")
-        let server = try PostgresServer(.init(tcp: true, tls: (authority.serverCertificate, authority.serverKey)))
-        _ = try server.createDatabase("tls")
-        func uri(host: String = "localhost", authority: String) -> String {
-            "postgresql://postgres:hunter2-canary@\(host):\(server.port)/tls?sslmode=verify-full&sslrootcert=\(authority)"
-        }
-
-        let vault = try CLIFixture(vault: uri(authority: authority.certificate))
-        #expect(try vault.cli(["set", "over-tls", "sealed"]).exitStatus == .success)
-        #expect(try vault.cli(["get", "over-tls"]).stdoutText == "sealed")
-        let mountpoint = vault.directory + "/mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint)
-        #expect(readFile(mountpoint + "/over-tls") == Array("sealed".utf8))
-        #expect(PostgresFaultTests.writeItem(mountpoint + "/mounted", "through the mount") == nil)
-        #expect(try vault.cli(["get", "mounted"]).stdoutText == "through the mount")
-        withExtendedLifetime(daemon) {}
-        // The server lets TCP in over TLS only, so these went over it.
-        let plain = try run(keychainfsBinary, ["ls", "--vault", "postgresql://postgres@localhost:\(server.port)/tls?sslmode=disable",
-                                               "--passphrase-file", vault.passphraseFile])
-        #expect(plain.exitStatus == .storage, "\(plain.stderr)")
-
-        for (other, reason) in [(uri(authority: stranger.certificate), "certificate verify failed"),
-                                (uri(host: "127.0.0.1", authority: authority.certificate), "does not match host name")] {
-            let refused = try run(keychainfsBinary, ["ls", "--vault", other, "--passphrase-file", vault.passphraseFile])
-            #expect(refused.exitStatus == .storage, "\(refused.stderr)")
-            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
-            #expect(refused.stderr.contains("cannot connect to PostgreSQL at "
-                                            + other.replacingOccurrences(of: ":hunter2-canary@", with: "@") + "#default: "), "\(refused.stderr)")
-            #expect(refused.stderr.contains(reason), "\(refused.stderr)")
-            #expect(!refused.stderr.contains("hunter2"))
-        }
-    }
-}
-
-/// The tables' layout upgrades in numbered steps, as the file format does.
-@Suite(.serialized) struct PostgresSchemaTests {
-    @Test func aLayoutOneDatabaseIsUpgradedWithItsVaultIntactAndANewerOneIsRefused() throws {
-        let server = try PostgresServer()
-        let uri = try server.createDatabase("old")
-        let vault = try CLIFixture(vault: uri)
-        #expect(try vault.cli(["set", "kept", "from layout 1"]).exitStatus == .success)
-        // Back to layout 1, and checked to be exactly what layout 1's DDL makes.
-        try server.sql("old", "ALTER TABLE vaults DROP COLUMN change_count; UPDATE keychainfs_schema SET version = 1")
-        _ = try server.createDatabase("reference")
-        try server.sql("reference", """
-            CREATE TABLE keychainfs_schema (singleton integer PRIMARY KEY CHECK (singleton = 1), version bigint NOT NULL);
-            \(PostgresSchema.layout1)
-            """)
-        let layoutOf = { (database: String) throws -> String in
-            try server.sql(database, """
-                SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
-                FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position
-                """)
-        }
-        #expect(try layoutOf("old") == (try layoutOf("reference")))
-
-        #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
-        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "2\n")
-        let count = Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1
-        #expect(try vault.cli(["set", "later", "x"]).exitStatus == .success)
-        #expect((Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1) > count)
-        #expect(try vault.cli(["verify"]).exitStatus == .success)
-
-        try server.sql("old", "UPDATE keychainfs_schema SET version = 99")
-        let refused = try vault.cli(["ls"])
-        #expect(refused.exitStatus == .unusableVault, "\(refused.stderr)")
-        #expect(refused.stderr.split(separator: "\n").count == 1)
-        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (2)"), "\(refused.stderr)")
     }
 }
