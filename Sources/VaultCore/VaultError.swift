@@ -28,6 +28,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case accessDenied(AccessDenial)
     case diskFull
     case storageFailure(String)
+    /// The storage's server cannot be reached, closed the connection or stopped answering in
+    /// time. Nothing of the call is known to be stored; a commit whose outcome is unknown is
+    /// reported so too. Names the server (never a password) and the cause.
+    case storageUnreachable(String)
     case secureMemoryUnavailable(String)
     case invalidArgument(String)
     /// Names the node (and, for the command line, the attribute); never a value.
@@ -92,6 +96,8 @@ extension VaultError: CustomStringConvertible {
             return "no space left on the device holding the vault; nothing was changed"
         case .storageFailure(let detail):
             return "storage error: \(detail)"
+        case .storageUnreachable(let detail):
+            return "storage unreachable: \(detail)"
         case .secureMemoryUnavailable(let detail):
             return "cannot allocate locked memory for secrets (\(detail)); raise the locked-memory limit (ulimit -l)"
         case .invalidArgument(let detail):

@@ -2,45 +2,59 @@ import Foundation
 import Glibc
 
 /// A real PostgreSQL server of its own for a test: a fresh cluster in a temporary directory,
-/// listening only on a Unix socket there, trusting local connections. As root it runs as the
-/// `postgres` system user (the server refuses root), which Debian's package creates.
+/// listening on a Unix socket there (and, with `Options.tcp`, on 127.0.0.1), trusting local
+/// connections. As root it runs as the `postgres` system user (the server refuses root),
+/// which Debian's package creates.
 final class PostgresServer {
+    /// How the server is started; the defaults give a Unix socket only.
+    struct Options {
+        /// Listen on 127.0.0.1 too, on a free port.
+        var tcp = false
+        /// Serve TLS with this certificate and key (PEM files); TCP then takes TLS only.
+        var tls: (certificate: String, key: String)? = nil
+        /// More `-c name=value` settings.
+        var settings: [String] = []
+    }
+
     static let binaries = "/usr/lib/postgresql/15/bin"
     let directory: String
     let socketDirectory: String
-    private let server: Process
+    /// Also the Unix socket's number (`.s.PGSQL.PORT`).
+    let port: Int
+    private let options: Options
+    private var server: Process
 
-    init() throws {
+    convenience init() throws { try self.init(Options()) }
+
+    init(_ options: Options) throws {
+        self.options = options
         directory = "/tmp/kcfs-pg-" + UUID().uuidString.prefix(8)
         socketDirectory = directory + "/socket"
+        port = options.tcp ? try PostgresServer.freePort() : 5432
         let data = directory + "/data"
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        if let tls = options.tls {
+            // The server wants its key private to it, in a directory it can read.
+            for (source, name) in [(tls.certificate, "server.crt"), (tls.key, "server.key")] {
+                try FileManager.default.copyItem(atPath: source, toPath: directory + "/" + name)
+            }
+            chmod(directory + "/server.key", 0o600)
+        }
         if getuid() == 0 {
             guard let user = getpwnam("postgres") else { throw FixtureError("no postgres user: install postgresql") }
-            for path in [directory, socketDirectory] { chown(path, user.pointee.pw_uid, user.pointee.pw_gid) }
+            for path in [directory, socketDirectory, directory + "/server.crt", directory + "/server.key"] {
+                chown(path, user.pointee.pw_uid, user.pointee.pw_gid)
+            }
         }
         let initdb = try run("/usr/bin/setpriv", PostgresServer.asServerUser([PostgresServer.binaries + "/initdb", "-D", data,
                                                                               "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]))
         guard initdb.status == 0 else { throw FixtureError("initdb failed: \(initdb.stderr)") }
+        if options.tls != nil {
+            // Over TCP only TLS is let in: a test that connects at all connected with it.
+            try "local all all trust\nhostssl all all 127.0.0.1/32 trust\n".write(toFile: data + "/pg_hba.conf", atomically: false, encoding: .utf8)
+        }
         server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        server.arguments = PostgresServer.asServerUser([PostgresServer.binaries + "/postgres", "-D", data, "-k", socketDirectory,
-                                                        "-c", "listen_addresses="])
-        // Its log goes to a file: a pipe nobody reads would stall it once full.
-        let log = directory + "/server.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
-        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        server.standardError = server.standardOutput
-        server.standardInput = FileHandle.nullDevice
-        try server.run()
-        let ready = try eventually(within: 90) {
-            guard server.isRunning else { return false }
-            return try run(PostgresServer.binaries + "/pg_isready", ["-q", "-h", socketDirectory]).status == 0
-        }
-        guard ready else {
-            stop()
-            throw FixtureError("PostgreSQL did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        }
+        try start()
     }
 
     deinit {
@@ -48,30 +62,118 @@ final class PostgresServer {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    private var arguments: [String] {
+        var arguments = [PostgresServer.binaries + "/postgres", "-D", directory + "/data", "-k", socketDirectory, "-p", String(port),
+                         "-c", "listen_addresses=" + (options.tcp ? "127.0.0.1" : "")]
+        if options.tls != nil {
+            arguments += ["-c", "ssl=on", "-c", "ssl_cert_file=\(directory)/server.crt", "-c", "ssl_key_file=\(directory)/server.key"]
+        }
+        for setting in options.settings { arguments += ["-c", setting] }
+        return arguments
+    }
+
+    /// Starts the server on the cluster's data directory and waits until it takes connections.
+    private func start() throws {
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        server.arguments = PostgresServer.asServerUser(arguments)
+        // Its log goes to a file: a pipe nobody reads would stall it once full.
+        let log = directory + "/server.log"
+        if !FileManager.default.fileExists(atPath: log) { FileManager.default.createFile(atPath: log, contents: nil) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        handle.seekToEndOfFile()
+        server.standardOutput = handle
+        server.standardError = handle
+        server.standardInput = FileHandle.nullDevice
+        try server.run()
+        let ready = try eventually(within: 90) {
+            guard server.isRunning else { return false }
+            return try run(PostgresServer.binaries + "/pg_isready", ["-q", "-h", socketDirectory, "-p", String(port)]).status == 0
+        }
+        guard ready else {
+            stop()
+            throw FixtureError("PostgreSQL did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+    }
+
     /// `setpriv` execs the command itself, so the process started is the server, signalled by pid.
     private static func asServerUser(_ command: [String]) -> [String] {
         getuid() == 0 ? ["--reuid", "postgres", "--regid", "postgres", "--init-groups", "--"] + command : ["--"] + command
     }
 
+    /// A port nothing listens on now: the kernel's pick for a socket bound to port 0.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw FixtureError("socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw FixtureError("bind: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Fast shutdown (SIGINT), waited for.
     func stop() {
         if server.isRunning {
+            resume()
             kill(server.processIdentifier, SIGINT)
             server.waitUntilExit()
         }
     }
 
-    /// Creates a database and gives the libpq URI of it.
+    /// Starts the server again on the same data directory, socket and port.
+    func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// The server and every backend stop answering (SIGSTOP), as a hung machine would.
+    func suspend() { signalEveryProcess(SIGSTOP) }
+
+    func resume() { signalEveryProcess(SIGCONT) }
+
+    /// The postmaster and its children (backends and helpers).
+    private func signalEveryProcess(_ signal: Int32) {
+        guard server.isRunning else { return }
+        let postmaster = server.processIdentifier
+        kill(postmaster, signal)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After the command name: state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { kill(pid, signal) }
+        }
+    }
+
+    /// Creates a database and gives the libpq URI of it, over the Unix socket.
     func createDatabase(_ name: String) throws -> String {
-        let created = try run(PostgresServer.binaries + "/createdb", ["-h", socketDirectory, "-U", "postgres", name])
+        let created = try run(PostgresServer.binaries + "/createdb", ["-h", socketDirectory, "-p", String(port), "-U", "postgres", name])
         guard created.status == 0 else { throw FixtureError("createdb failed: \(created.stderr)") }
-        return "postgresql:///\(name)?host=\(socketDirectory)&user=postgres"
+        return "postgresql:///\(name)?host=\(socketDirectory)&user=postgres" + (port == 5432 ? "" : "&port=\(port)")
     }
 
     /// `pg_dump` of a database, as plain SQL.
     func dump(_ database: String) throws -> String {
-        let dumped = try run(PostgresServer.binaries + "/pg_dump", ["-h", socketDirectory, "-U", "postgres", database])
+        let dumped = try run(PostgresServer.binaries + "/pg_dump", ["-h", socketDirectory, "-p", String(port), "-U", "postgres", database])
         guard dumped.status == 0 else { throw FixtureError("pg_dump failed: \(dumped.stderr)") }
         return dumped.stdoutText
+    }
+
+    /// Runs SQL with psql in `database`; its rows unaligned, one a line.
+    @discardableResult
+    func sql(_ database: String, _ statements: String) throws -> String {
+        let result = try run("/usr/bin/psql", ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", String(port),
+                                               "-U", "postgres", "-d", database, "-c", statements])
+        guard result.status == 0 else { throw FixtureError("psql failed: \(result.stderr)") }
+        return result.stdoutText
     }
 }

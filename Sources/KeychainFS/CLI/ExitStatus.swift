@@ -66,7 +66,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .vaultInUse, .locked: .vaultBusy
         case .accessDenied: .accessDenied
         case .vaultNotFound, .notAVault, .unknownFormatVersion: .unusableVault
-        case .diskFull, .storageFailure, .secureMemoryUnavailable, .formatUpgradeFailed: .storage
+        case .diskFull, .storageFailure, .storageUnreachable, .secureMemoryUnavailable, .formatUpgradeFailed: .storage
         case .noSuchAttribute: .notFound
         case .attributeExists: .alreadyExists
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput

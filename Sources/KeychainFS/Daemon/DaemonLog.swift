@@ -43,6 +43,7 @@ enum DaemonLog {
         case unlockPromptFailed(VaultError)
         case defaultCollectionFailed(VaultError)
         case notifyFailed(errno: Int32)
+        case storageConnection(StorageConnectionEvent)
 
         var priority: Int32 {
             switch self {
@@ -50,6 +51,8 @@ enum DaemonLog {
             case .secretServiceEnded, .unlockPromptWithoutCommand, .unlockPromptFailed: LOG_NOTICE
             case .defaultCollectionFailed: LOG_ERR
             case .notifyFailed: LOG_ERR
+            case .storageConnection(.lost): LOG_ERR
+            case .storageConnection(.restored): LOG_NOTICE
             case .lockedByLogind, .logindUnreachable, .logindSessionUnknown: LOG_NOTICE
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
@@ -130,6 +133,11 @@ enum DaemonLog {
                 "cannot make the default collection (login): \(DaemonLog.errnoName(error.errno))"
             case .notifyFailed(let code):
                 "cannot tell systemd through NOTIFY_SOCKET (\(DaemonLog.errnoName(code))): a Type=notify unit will not see the mount's state"
+            case .storageConnection(.lost(let reason)):
+                // The reason names the server and libpq's cause, nothing inside the vault.
+                "lost the vault's storage (\(Terminal.printable(reason))); calls fail with EIO until a call connects again"
+            case .storageConnection(.restored):
+                "the vault's storage is reachable again; calls work again"
             case .accessLogWriteFailed(let error, let entries):
                 // The errno only, as for stores: nothing of an entry reaches the system log.
                 "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
@@ -183,6 +191,7 @@ enum DaemonLog {
     static func unlockPromptFailed(_ error: VaultError) { record(.unlockPromptFailed(error)) }
     static func defaultCollectionFailed(_ error: VaultError) { record(.defaultCollectionFailed(error)) }
     static func notifyFailed(errno code: Int32) { record(.notifyFailed(errno: code)) }
+    static func storageConnection(_ event: StorageConnectionEvent) { record(.storageConnection(event)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

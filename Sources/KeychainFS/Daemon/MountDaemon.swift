@@ -73,6 +73,7 @@ enum MountDaemon {
         _ = chdir("/")
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
+        vault.observeStorageConnection { DaemonLog.storageConnection($0) }
         // Before serving: the writer derives the log's public key while the vault is unlocked.
         // The driver records through it (the integrator's hooks) and it flushes at lock.
         let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)

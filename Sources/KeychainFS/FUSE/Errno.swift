@@ -18,7 +18,7 @@ extension VaultError {
         case .vaultInUse: return EBUSY
         case .diskFull: return ENOSPC
         case .secureMemoryUnavailable: return ENOMEM
-        case .storageFailure, .vaultNotFound, .vaultExists, .notAVault, .unknownFormatVersion: return EIO
+        case .storageFailure, .storageUnreachable, .vaultNotFound, .vaultExists, .notAVault, .unknownFormatVersion: return EIO
         case .formatUpgradeFailed: return EIO
         case .noSuchAttribute: return ENODATA
         case .attributeExists: return EEXIST

@@ -12,8 +12,11 @@
 /// (PostgreSQL's WAL flush of a later commit takes an unsynced one along, as SQLite's does);
 /// `read` is BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY. `allocateNodeID` is the same
 /// UPDATE ... RETURNING on the vault's row. The change token counts this connection's commits
-/// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
-/// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
+/// and the NOTIFYs received on the vault's channel (every write transaction sends one), and the
+/// vault row's `change_count` read on each new connection (NOTIFYs sent while there was none
+/// are lost). Errors map to VaultError in one place, as `SQLiteConnection.error` does for
+/// SQLite; a server lost, unreachable or silent past the timeout is `.storageUnreachable`, and
+/// the next call outside a transaction connects again (`PostgresConnection`).
 ///
 /// Methods are grouped by record family, with their rows beside `NodeRow`, `AttributeRow`,
 /// `RuleRow` and `AccessLogRow`.

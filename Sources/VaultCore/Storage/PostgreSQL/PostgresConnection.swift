@@ -16,43 +16,232 @@ enum PGValue {
 /// One libpq connection with its prepared statements. Every parameter and result travels in
 /// binary, so ciphertext is never escaped into SQL text. Not thread-safe by itself: it is only
 /// used inside the owning vault's mutex, which is what makes the Sendable claim true.
+///
+/// Every exchange with the server is bounded in time: the connection is made with a
+/// `connect_timeout` and TCP keepalives (unless the URI sets its own), and each statement is
+/// sent without blocking and waited for on the socket up to `location.queryTimeout`. A server
+/// that stops answering, closes the connection or is gone fails the call with
+/// `.storageUnreachable` and drops the connection; the next call outside a transaction
+/// connects again (statements are prepared again on first use, channels listened to again).
 final class PostgresConnection: @unchecked Sendable {
-    private let handle: OpaquePointer
+    /// nil once the connection was lost, until a call connects again.
+    private var handle: OpaquePointer?
+    private let location: PostgresLocation
     /// Statement names by SQL text; prepared once per connection.
     private var statements: [String: String] = [:]
+    /// What `listen` was asked for, listened to again on every new connection.
+    private var channels: [String] = []
+    /// Why the connection was lost, while it is; what calls fail with until it is back.
+    private var lost: String?
+    /// A failed attempt to connect again is not repeated before this (CLOCK_MONOTONIC
+    /// seconds): calls queued on the vault's mutex during an outage fail at once instead of
+    /// each waiting out a connect timeout.
+    private var retryAfter: Double = 0
+    /// Set by the owner while one of its transactions is open. A connection lost inside one is
+    /// not replaced until it ends: the statements after the loss would run outside it, each
+    /// committed on its own.
+    var inTransaction = false
+    /// Told when the connection is lost and when it is back; called inside the vault's mutex.
+    var observer: (@Sendable (StorageConnectionEvent) -> Void)?
+    /// How many connections were made; a change tells the owner NOTIFYs may have been missed.
+    private(set) var generation = 0
     /// What the user named the server by, for messages (the password, if any, removed).
-    let displayName: String
+    var displayName: String { location.displayName }
 
-    /// Opens a connection with a libpq URI (without the vault-name fragment).
-    init(uri: String, displayName: String) throws(VaultError) {
-        self.displayName = displayName
-        guard let connection = PQconnectdb(uri) else { throw .storageFailure("\(displayName): out of memory") }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = PostgresConnection.text(PQerrorMessage(connection))
-            PQfinish(connection)
-            throw .storageFailure("cannot connect to PostgreSQL at \(displayName): \(message)")
-        }
-        handle = connection
+    /// Defaults given before the URI, so that a URI (or PGCONNECT_TIMEOUT) setting one wins.
+    static let connectTimeoutSeconds = 5
+    private static let retryInterval = 1.0
+
+    /// Connects to `location`'s server (the URI without the vault-name fragment).
+    init(location: PostgresLocation) throws(VaultError) {
+        self.location = location
+        try connect()
     }
 
-    deinit { PQfinish(handle) }
+    deinit { if let handle { PQfinish(handle) } }
 
     private static func text(_ pointer: UnsafePointer<CChar>?) -> String {
         guard let pointer else { return "" }
         var message = String(cString: pointer)
         while message.last == "\n" || message.last == " " { message.removeLast() }
-        return message
+        // One line: libpq's messages may span several (one per address tried).
+        return message.split(separator: "\n").map { $0.trimmingPrefix(while: { $0 == " " || $0 == "\t" }) }.joined(separator: "; ")
+    }
+
+    private static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    // MARK: connecting
+
+    private func connect() throws(VaultError) {
+        var keywords = ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"]
+        var values = ["1", "30", "10", "3"]
+        if getenv("PGCONNECT_TIMEOUT") == nil {
+            keywords.append("connect_timeout")
+            values.append(String(PostgresConnection.connectTimeoutSeconds))
+        }
+        // Expanded in place: what the URI sets overrides the entries above.
+        keywords.append("dbname")
+        values.append(location.uri)
+        let connection = PostgresConnection.withCStrings(keywords) { keywords in
+            PostgresConnection.withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let connection else { throw unreachable("cannot connect to PostgreSQL at \(displayName): out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK, PQsetnonblocking(connection, 1) == 0 else {
+            let message = PostgresConnection.text(PQerrorMessage(connection))
+            PQfinish(connection)
+            retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
+            throw unreachable("cannot connect to PostgreSQL at \(displayName): \(message)")
+        }
+        // libpq prints notices (and a server's last words to an idle session) on stderr; a
+        // library has no business there, and what matters arrives as a result or a loss.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        handle = connection
+        statements = [:]
+        generation += 1
+        do {
+            // Durability is the commit's: a server, database or role that turned it off is
+            // overruled for this session (`.carriedByNextDurableCommit` turns it off per
+            // transaction). Stronger settings (remote_write, remote_apply) are the cluster's.
+            try execute("SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
+            for channel in channels { try execute("LISTEN \(try quoted(channel))") }
+        } catch {
+            // Half set up is not connected: the next attempt starts over.
+            if let handle { PQfinish(handle) }
+            handle = nil
+            statements = [:]
+            retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
+            throw error
+        }
+        if lost != nil {
+            lost = nil
+            observer?(.restored)
+        }
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    /// The live connection, connecting again if it was lost (outside a transaction).
+    private func live() throws(VaultError) -> OpaquePointer {
+        if let handle { return handle }
+        let reason = lost ?? "not connected to PostgreSQL at \(displayName)"
+        if inTransaction { throw .storageUnreachable(reason) }
+        if PostgresConnection.now() < retryAfter { throw .storageUnreachable(reason) }
+        try connect()
+        guard let handle else { throw .storageUnreachable(reason) }
+        return handle
+    }
+
+    /// Drops the connection; the first loss of an outage is told to the observer.
+    private func lose(_ reason: String) -> VaultError {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        statements = [:]
+        if lost == nil {
+            lost = reason
+            observer?(.lost(reason: reason))
+        }
+        return .storageUnreachable(reason)
+    }
+
+    /// A failed attempt to connect; during an outage, its latest cause is what calls report.
+    private func unreachable(_ reason: String) -> VaultError {
+        if lost != nil { lost = reason }
+        return .storageUnreachable(reason)
+    }
+
+    /// Whether the connection is up; false from a loss until a call connects again.
+    var isConnected: Bool { handle != nil }
+
+    // MARK: exchanging with the server
+
+    /// Sends with `send` and waits for every result within the timeout. Gives the first failed
+    /// result, or else the last one; the caller clears it.
+    private func exchange(_ send: (OpaquePointer) -> Int32) throws(VaultError) -> OpaquePointer {
+        let connection = try live()
+        guard send(connection) == 1 else { throw lostOrFailed(nil) }
+        let deadline = PostgresConnection.now() + Double(location.queryTimeoutSeconds)
+        // Flushed without blocking: a large value to a server that stopped reading would
+        // otherwise block in write(2) past any deadline.
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { break }
+            guard flushed == 1 else { throw lostOrFailed(nil) }
+            let ready = try wait(connection, for: Int16(POLLOUT | POLLIN), until: deadline)
+            if ready & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 { throw lostOrFailed(nil) }
+        }
+        var kept: OpaquePointer?
+        do throws(VaultError) {
+            while true {
+                while PQisBusy(connection) == 1 {
+                    _ = try wait(connection, for: Int16(POLLIN), until: deadline)
+                    guard PQconsumeInput(connection) == 1 else { throw lostOrFailed(nil) }
+                }
+                guard let result = PQgetResult(connection) else { break }
+                // The first failure is the one to report; else the last result (the schema's
+                // several statements end with the one that counts).
+                if let previous = kept, PostgresConnection.failed(previous) {
+                    PQclear(result)
+                } else {
+                    PQclear(kept)
+                    kept = result
+                }
+            }
+        } catch {
+            PQclear(kept)
+            throw error
+        }
+        guard let kept else { throw lostOrFailed(nil) }
+        return kept
+    }
+
+    private static func failed(_ result: OpaquePointer) -> Bool {
+        let status = PQresultStatus(result)
+        return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK
+    }
+
+    /// Waits for `events` on the connection's socket; past the deadline the connection is
+    /// dropped (the server may be stopped: a cancel request would wait on it too).
+    private func wait(_ connection: OpaquePointer, for events: Int16, until deadline: Double) throws(VaultError) -> Int16 {
+        while true {
+            let remaining = deadline - PostgresConnection.now()
+            guard remaining > 0 else {
+                throw lose("PostgreSQL at \(displayName) did not answer within \(location.queryTimeoutSeconds) s")
+            }
+            var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(remaining * 1000 + 1, Double(Int32.max))))
+            if ready > 0 { return descriptor.revents }
+            if ready < 0 && errno != EINTR { throw lose("PostgreSQL at \(displayName): poll: \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    /// A loss when the connection is not usable any more, else the server's error.
+    private func lostOrFailed(_ result: OpaquePointer?) -> VaultError {
+        guard let handle else { return .storageUnreachable(lost ?? displayName) }
+        if PQstatus(handle) != CONNECTION_OK {
+            return lose("lost the connection to PostgreSQL at \(displayName): \(PostgresConnection.text(PQerrorMessage(handle)))")
+        }
+        return failure(result)
     }
 
     /// Maps a failed result onto the vault's errors; the one place that does so. Only the
     /// server's primary message is kept: its DETAIL may quote a row's values.
     private func failure(_ result: OpaquePointer?) -> VaultError {
-        if PQstatus(handle) != CONNECTION_OK {
-            return .storageFailure("lost the connection to PostgreSQL at \(displayName): \(PostgresConnection.text(PQerrorMessage(handle)))")
-        }
-        guard let result else { return .storageFailure("PostgreSQL: \(PostgresConnection.text(PQerrorMessage(handle)))") }
+        guard let result, let handle else { return .storageFailure("PostgreSQL: \(handle.map { PostgresConnection.text(PQerrorMessage($0)) } ?? "")") }
         let state = PostgresConnection.text(PQresultErrorField(result, Int32(UInt8(ascii: "C"))))
         let message = PostgresConnection.text(PQresultErrorField(result, Int32(UInt8(ascii: "M"))))
+        // Connection exceptions and a server shutting down (57P01-57P03): this session is over.
+        if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.hasPrefix("57P0") {
+            return lose("lost the connection to PostgreSQL at \(displayName): \(message)")
+        }
         switch state {
         case "53100": return .diskFull
         // Our own writes check for conflicts first; a violated constraint means edited tables.
@@ -63,10 +252,10 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Runs SQL without parameters, possibly several statements (the schema).
     func execute(_ sql: String) throws(VaultError) {
-        let result = PQexec(handle, sql)
+        let result = try exchange { PQsendQuery($0, sql) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw failure(result) }
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw lostOrFailed(result) }
     }
 
     private func prepared(_ sql: String, _ arguments: [PGValue]) throws(VaultError) -> String {
@@ -81,9 +270,9 @@ final class PostgresConnection: @unchecked Sendable {
             case .null: return 0  // inferred
             }
         }
-        let result = PQprepare(handle, name, sql, Int32(types.count), types.isEmpty ? nil : types)
+        let result = try exchange { PQsendPrepare($0, name, sql, Int32(types.count), types.isEmpty ? nil : types) }
         defer { PQclear(result) }
-        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw failure(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw lostOrFailed(result) }
         statements[sql] = name
         return name
     }
@@ -114,12 +303,15 @@ final class PostgresConnection: @unchecked Sendable {
             lengths.append(Int32(bytes.count))
         }
         let formats = [Int32](repeating: 1, count: arguments.count)
-        let result = values.map { UnsafePointer($0) }.withUnsafeBufferPointer { pointers in
-            PQexecPrepared(handle, name, Int32(arguments.count), pointers.baseAddress, lengths, formats, 1)
+        let pointers = values.map { UnsafePointer($0) }
+        let result = try exchange { connection in
+            pointers.withUnsafeBufferPointer { pointers in
+                PQsendQueryPrepared(connection, name, Int32(arguments.count), pointers.baseAddress, lengths, formats, 1)
+            }
         }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK, let result else { throw failure(result) }
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw lostOrFailed(result) }
         var rows: [[PGValue]] = []
         for row in 0..<PQntuples(result) {
             var values: [PGValue] = []
@@ -169,20 +361,27 @@ final class PostgresConnection: @unchecked Sendable {
         return value
     }
 
-    /// LISTENs on `channel` (an identifier, quoted here).
+    /// LISTENs on `channel` (an identifier, quoted here), on this connection and every later one.
     func listen(_ channel: String) throws(VaultError) {
-        guard let quoted = PQescapeIdentifier(handle, channel, channel.utf8.count) else { throw failure(nil) }
+        if !channels.contains(channel) { channels.append(channel) }
+        try execute("LISTEN \(try quoted(channel))")
+    }
+
+    private func quoted(_ identifier: String) throws(VaultError) -> String {
+        let connection = try live()
+        guard let quoted = PQescapeIdentifier(connection, identifier, identifier.utf8.count) else { throw lostOrFailed(nil) }
         defer { PQfreemem(quoted) }
-        try execute("LISTEN \(String(cString: quoted))")
+        return String(cString: quoted)
     }
 
     /// How many notifications sent by other sessions arrived since the last call; reads what the
     /// socket holds without waiting.
     func notificationsFromOthers() throws(VaultError) -> Int {
-        guard PQconsumeInput(handle) == 1 else { throw failure(nil) }
-        let own = PQbackendPID(handle)
+        let connection = try live()
+        guard PQconsumeInput(connection) == 1 else { throw lostOrFailed(nil) }
+        let own = PQbackendPID(connection)
         var count = 0
-        while let notification = PQnotifies(handle) {
+        while let notification = PQnotifies(connection) {
             if notification.pointee.be_pid != own { count += 1 }
             PQfreemem(notification)
         }

@@ -7,8 +7,13 @@ struct PostgresLocation {
     let vaultName: String
     /// The URI without its password, for messages.
     let displayName: String
+    /// How long one statement may wait for the server before the call fails and the
+    /// connection is dropped: `keychainfs_timeout=SECONDS` in the URI's query.
+    let queryTimeoutSeconds: Int
 
     static let defaultVaultName = "default"
+    static let defaultQueryTimeoutSeconds = 10
+    static let queryTimeoutParameter = "keychainfs_timeout"
 
     static func isPostgreSQL(_ path: String) -> Bool {
         path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
@@ -26,9 +31,28 @@ struct PostgresLocation {
               name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }) else {
             throw .invalidArgument("a PostgreSQL vault's name (after #) is 1 to 40 of a-z, 0-9, _ and -")
         }
-        self.uri = String(uri)
+        (self.uri, queryTimeoutSeconds) = try PostgresLocation.takingQueryTimeout(String(uri))
         vaultName = String(name)
         displayName = PostgresLocation.withoutPassword(String(uri)) + "#" + name
+    }
+
+    /// The URI without our own parameter (libpq refuses keys it does not know), and its value.
+    private static func takingQueryTimeout(_ uri: String) throws(VaultError) -> (String, Int) {
+        guard let question = uri.firstIndex(of: "?") else { return (uri, defaultQueryTimeoutSeconds) }
+        var seconds = defaultQueryTimeoutSeconds
+        var kept: [Substring] = []
+        for parameter in uri[uri.index(after: question)...].split(separator: "&") {
+            guard parameter.hasPrefix(queryTimeoutParameter + "=") else {
+                kept.append(parameter)
+                continue
+            }
+            guard let value = Int(parameter.dropFirst(queryTimeoutParameter.count + 1)), (1...3600).contains(value) else {
+                throw .invalidArgument("\(queryTimeoutParameter) in a PostgreSQL URI is a number of seconds from 1 to 3600")
+            }
+            seconds = value
+        }
+        let base = String(uri[..<question])
+        return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), seconds)
     }
 
     /// `scheme://user:password@host...` as `scheme://user@host...`.

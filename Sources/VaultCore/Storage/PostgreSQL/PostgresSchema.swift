@@ -2,18 +2,30 @@
 /// in every key, so several vaults share one database. The `vaults` row holds what SQLite keeps
 /// in its singleton row and `user_version`. `keychainfs_schema` numbers the layout of the
 /// tables themselves, apart from the format of the records (a vault's `format_version`).
+///
+/// The layout upgrades as the file format does: numbered steps, applied in order in one
+/// transaction under an advisory lock, by whichever `init` or open first meets an older
+/// layout; a newer layout is refused.
 enum PostgresSchema {
     /// The layout these tables have; `open` refuses a database with a newer one.
-    static let version: Int64 = 1
+    static var version: Int64 { Int64(steps.count) }
 
-    /// Idempotent, under an advisory lock so two first `init`s do not race to create tables.
-    static let tables = """
-        SELECT pg_advisory_xact_lock(1262698307);
+    /// Every change of the layout takes it, so two first `init`s (or two upgrades) do not race.
+    private static let lock = "SELECT pg_advisory_xact_lock(1262698307)"
+
+    private static let versionTable = """
         CREATE TABLE IF NOT EXISTS keychainfs_schema (
             singleton integer PRIMARY KEY CHECK (singleton = 1),
             version   bigint  NOT NULL
-        );
-        INSERT INTO keychainfs_schema (singleton, version) VALUES (1, \(version)) ON CONFLICT (singleton) DO NOTHING;
+        )
+        """
+
+    /// `steps[n - 1]` brings the tables from layout n - 1 to n. A released step is never
+    /// edited: databases at the layout before it exist.
+    static let steps = [layout1, layout2]
+
+    /// The first layout, as the first release created it (without its version row).
+    static let layout1 = """
         CREATE TABLE IF NOT EXISTS vaults (
             name            text   PRIMARY KEY,
             format_version  bigint NOT NULL DEFAULT 0,
@@ -80,4 +92,34 @@ enum PostgresSchema {
             PRIMARY KEY (vault, sequence)
         );
         """
+
+    /// Layout 2: every write transaction that notifies also counts itself on the vault's row,
+    /// so a connection that missed NOTIFYs (while it was reconnecting) still sees a change.
+    static let layout2 = "ALTER TABLE vaults ADD COLUMN change_count bigint NOT NULL DEFAULT 0"
+
+    /// The layout the database's tables have; 0 before any.
+    static func storedVersion(_ db: PostgresConnection) throws(VaultError) -> Int64 {
+        guard try db.row("SELECT to_regclass('keychainfs_schema') IS NOT NULL")?.first?.integer == 1 else { return 0 }
+        return try db.row("SELECT version FROM keychainfs_schema WHERE singleton = 1")?.first?.integer ?? 0
+    }
+
+    static func refuseNewer(_ stored: Int64, at displayName: String) throws(VaultError) {
+        guard stored <= version else {
+            throw .notAVault(path: displayName, reason: "its PostgreSQL tables are of layout \(stored), newer than this keychainfs "
+                                 + "reads (\(version)); upgrade keychainfs")
+        }
+    }
+
+    /// Inside a transaction: brings the tables to `version` from whatever layout they have,
+    /// rereading it under the lock (another process may have just upgraded them).
+    static func upgrade(_ db: PostgresConnection, at displayName: String) throws(VaultError) {
+        try db.execute(lock)
+        try db.execute(versionTable)
+        let stored = try storedVersion(db)
+        try refuseNewer(stored, at: displayName)
+        guard stored < version else { return }
+        for step in steps[Int(stored)...] { try db.execute(step) }
+        try db.run("INSERT INTO keychainfs_schema (singleton, version) VALUES (1, $1) ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+                   [.integer(version)])
+    }
 }

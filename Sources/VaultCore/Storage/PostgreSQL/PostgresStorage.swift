@@ -17,46 +17,45 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: the vault's row
 
-    /// Creates the tables if the database has none yet, claims the vault's name and runs
-    /// `populate`, all in one durable transaction. Refuses a name already taken.
+    /// Creates or upgrades the tables, claims the vault's name and runs `populate`, all in one
+    /// durable transaction. Refuses a name already taken.
     static func create(at path: String, _ populate: (PostgresStorage) throws(VaultError) -> Void) throws(VaultError) -> PostgresStorage {
         let location = try PostgresLocation(path)
-        let db = try PostgresConnection(uri: location.uri, displayName: location.displayName)
+        let db = try PostgresConnection(location: location)
         let storage = PostgresStorage(db: db, location: location)
         try storage.transaction(begin: "BEGIN", durable: true, notify: true) { () throws(VaultError) in
-            try db.execute(PostgresSchema.tables)
-            try storage.checkSchemaVersion()
+            try PostgresSchema.upgrade(db, at: location.displayName)
             guard try db.run("INSERT INTO vaults (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", [storage.name]) == 1 else {
                 throw .vaultExists(location.displayName)
             }
             try populate(storage)
         }
         try db.listen(location.channel)
+        try storage.noteChangeCount()
         return storage
     }
 
-    /// Connects and checks that the database holds this vault; writes nothing.
+    /// Connects and checks that the database holds this vault; writes nothing, unless its
+    /// tables are of an older layout, which it upgrades first.
     static func open(at path: String) throws(VaultError) -> PostgresStorage {
         let location = try PostgresLocation(path)
-        let db = try PostgresConnection(uri: location.uri, displayName: location.displayName)
+        let db = try PostgresConnection(location: location)
         let storage = PostgresStorage(db: db, location: location)
-        guard try db.row("SELECT to_regclass('keychainfs_schema') IS NOT NULL")?.first?.integer == 1 else {
-            throw .vaultNotFound(location.displayName)
+        let stored = try PostgresSchema.storedVersion(db)
+        guard stored > 0 else { throw .vaultNotFound(location.displayName) }
+        try PostgresSchema.refuseNewer(stored, at: location.displayName)
+        if stored < PostgresSchema.version {
+            try storage.transaction(begin: "BEGIN", durable: true, notify: false) { () throws(VaultError) in
+                try PostgresSchema.upgrade(db, at: location.displayName)
+            }
         }
-        try storage.checkSchemaVersion()
         guard try db.row("SELECT 1 FROM vaults WHERE name = $1", [storage.name]) != nil else {
             throw .vaultNotFound(location.displayName)
         }
         // Before the first read, so no change committed after it goes unnoticed.
         try db.listen(location.channel)
+        try storage.noteChangeCount()
         return storage
-    }
-
-    private func checkSchemaVersion() throws(VaultError) {
-        let version = try db.integer("SELECT version FROM keychainfs_schema WHERE singleton = 1")
-        guard version <= PostgresSchema.version else {
-            throw .notAVault(path: location.displayName, reason: "PostgreSQL tables of a newer layout (\(version))")
-        }
     }
 
     // MARK: transactions
@@ -64,15 +63,24 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool,
                                            _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try db.run(begin)
-        do {
+        db.inTransaction = true
+        defer { db.inTransaction = false }
+        do throws(VaultError) {
             if !durable { try db.run("SET LOCAL synchronous_commit = off") }
             let result = try body()
             // Delivered at commit, to every other connection listening on the vault.
             if notify { try db.run("SELECT pg_notify($1, '')", [.text(location.channel)]) }
-            try db.run("COMMIT")
+            do throws(VaultError) {
+                try db.run("COMMIT")
+            } catch {
+                // It may have committed or not: reported as failed, never as done.
+                guard case .storageUnreachable(let reason) = error else { throw error }
+                throw .storageUnreachable("\(reason); whether the last change was committed is unknown, so it is reported as failed")
+            }
             return result
         } catch {
-            _ = try? db.run("ROLLBACK")
+            // A lost connection's transaction is the server's to abort; the next call connects again.
+            if db.isConnected { _ = try? db.run("ROLLBACK") }
             throw error
         }
     }
@@ -81,10 +89,12 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
                              _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         let result = try transaction(begin: "BEGIN", durable: durability == .durable, notify: seenByChangeToken) { () throws(VaultError) -> R in
             // The vault row's lock serialises this vault's writers, as SQLite's write lock does;
-            // every statement after it reads what the previous writer committed.
-            guard try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name]) != nil else {
-                throw .vaultNotFound(location.displayName)
-            }
+            // every statement after it reads what the previous writer committed. A change
+            // others are told of is counted in the same statement (no round trip of its own).
+            let locked = seenByChangeToken
+                ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING 1", [name])
+                : try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name])
+            guard locked != nil else { throw .vaultNotFound(location.displayName) }
             return try body()
         }
         if seenByChangeToken { commits += 1 }
@@ -97,7 +107,26 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     func changeToken() throws(VaultError) -> StorageChangeToken {
         othersCommits += Int64(try db.notificationsFromOthers())
-        return StorageChangeToken(commits, othersCommits)
+        // A new connection listened only from its start: what was committed while there was
+        // none is seen in the vault's count instead.
+        if db.generation != changeCountGeneration { try noteChangeCount() }
+        return StorageChangeToken(commits, othersCommits, changeCount)
+    }
+
+    /// The vault's count of notifying commits, read on each new connection.
+    private var changeCount: Int64 = 0
+    private var changeCountGeneration = 0
+
+    private func noteChangeCount() throws(VaultError) {
+        changeCount = try db.integer("SELECT change_count FROM vaults WHERE name = $1", [name])
+        changeCountGeneration = db.generation
+    }
+
+    // MARK: connection
+
+    /// Tells `observer` when the connection is lost and when it is back.
+    func observeConnection(_ observer: @escaping @Sendable (StorageConnectionEvent) -> Void) {
+        db.observer = observer
     }
 
     // MARK: format
