@@ -33,7 +33,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file, an invalid `--unit`"
         case .vaultBusy: "vault in use (already mounted) or locked"
         case .unusableVault: "no vault, not a vault, or a vault of a newer format"
-        case .storage: "storage error: disk full, I/O error, no locked memory; an upgrade of an older vault that could not be written (the vault is left unchanged)"
+        case .storage: "storage error: disk full, I/O error, no locked memory, a PostgreSQL server unreachable or not answering in time; an upgrade of an older vault that could not be written (the vault is left unchanged)"
         case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
         case .accessDenied: "access denied by an access rule"
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
