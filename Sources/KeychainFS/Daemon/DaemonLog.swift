@@ -43,6 +43,8 @@ enum DaemonLog {
         case unlockPromptFailed(VaultError)
         case defaultCollectionFailed(VaultError)
         case notifyFailed(errno: Int32)
+        case changeListenerLost(String)
+        case changeListenerRestored
 
         var priority: Int32 {
             switch self {
@@ -50,6 +52,8 @@ enum DaemonLog {
             case .secretServiceEnded, .unlockPromptWithoutCommand, .unlockPromptFailed: LOG_NOTICE
             case .defaultCollectionFailed: LOG_ERR
             case .notifyFailed: LOG_ERR
+            case .changeListenerLost: LOG_WARNING
+            case .changeListenerRestored: LOG_NOTICE
             case .lockedByLogind, .logindUnreachable, .logindSessionUnknown: LOG_NOTICE
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
@@ -130,6 +134,12 @@ enum DaemonLog {
                 "cannot make the default collection (login): \(DaemonLog.errnoName(error.errno))"
             case .notifyFailed(let code):
                 "cannot tell systemd through NOTIFY_SOCKET (\(DaemonLog.errnoName(code))): a Type=notify unit will not see the mount's state"
+            case .changeListenerLost(let reason):
+                // The storage's message: the server's name (without a password) and libpq's reason.
+                "not hearing other mounts' changes (\(reason)); reconnecting, and meanwhile they show once the kernel's "
+                    + "cache expires (\(FileSystem.cacheSeconds) s)"
+            case .changeListenerRestored:
+                "hearing other mounts' changes again; everything cached was dropped, since changes meanwhile went unheard"
             case .accessLogWriteFailed(let error, let entries):
                 // The errno only, as for stores: nothing of an entry reaches the system log.
                 "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
@@ -183,6 +193,8 @@ enum DaemonLog {
     static func unlockPromptFailed(_ error: VaultError) { record(.unlockPromptFailed(error)) }
     static func defaultCollectionFailed(_ error: VaultError) { record(.defaultCollectionFailed(error)) }
     static func notifyFailed(errno code: Int32) { record(.notifyFailed(errno: code)) }
+    static func changeListenerLost(_ reason: String) { record(.changeListenerLost(reason)) }
+    static func changeListenerRestored() { record(.changeListenerRestored) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

@@ -36,6 +36,10 @@ protocol VaultStorage: AnyObject, Sendable {
     /// Changes whenever anything is committed to the vault, by this connection or another.
     func changeToken() throws(VaultError) -> StorageChangeToken
 
+    /// Hears, on a connection of its own, what other sessions commit; nil where nothing can be
+    /// listened for (SQLite, whose change token is all there is). Default: nil.
+    func changeListener() -> VaultChangeListener?
+
     // MARK: format
 
     /// The format version the records are in (see `VaultFormat`).
