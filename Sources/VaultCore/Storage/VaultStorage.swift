@@ -12,7 +12,8 @@
 /// (PostgreSQL's WAL flush of a later commit takes an unsynced one along, as SQLite's does);
 /// `read` is BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY. `allocateNodeID` is the same
 /// UPDATE ... RETURNING on the vault's row. The change token counts this connection's commits
-/// and the NOTIFYs received on the vault's channel (every write transaction sends one). Errors
+/// and the NOTIFYs received on the vault's channel (every write transaction sends one, naming
+/// the node ids it touched: `PostgresChangeNotice`, which `VaultChangeListener` hears). Errors
 /// map to VaultError in one place, as `SQLiteConnection.error` does for SQLite.
 ///
 /// Methods are grouped by record family, with their rows beside `NodeRow`, `AttributeRow`,
