@@ -36,7 +36,8 @@ final class TeamVault {
     let ann: Member
     let bob: Member
 
-    init() throws {
+    /// `annExtra` and `annEnvironment` go to ann's daemon only (a Secret Service beside it, say).
+    init(annExtra: [String] = [], annEnvironment: [String: String] = [:]) throws {
         server = try PostgresServer()
         let uri = try server.createDatabase(database)
         owner = try CLIFixture(vault: uri)
@@ -53,8 +54,10 @@ final class TeamVault {
             guard added.exitStatus == .success else { throw FixtureError("member add failed: \(added.stderr)") }
         }
         for member in [ann, bob] {
-            member.daemon = try ForegroundDaemon(member.fixture, mountpoint: member.mountpoint, extra: ["--member-key", member.key],
-                                                 standardError: member.log)
+            let isAnn = member === ann
+            member.daemon = try ForegroundDaemon(member.fixture, mountpoint: member.mountpoint,
+                                                 extra: ["--member-key", member.key] + (isAnn ? annExtra : []),
+                                                 standardError: member.log, environment: isAnn ? annEnvironment : [:])
         }
     }
 
