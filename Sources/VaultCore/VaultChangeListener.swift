@@ -85,10 +85,12 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
         return .restored
     }
 
-    /// The storage's message: it names the server (without a password) and libpq's reason.
+    /// The storage's message: it names the server (without a password) and libpq's reason,
+    /// on one line (libpq's own spans several).
     private static func reason(_ error: VaultError) -> String {
-        if case .storageFailure(let message) = error { return message }
-        return error.description
+        var message = error.description
+        if case .storageFailure(let storage) = error { message = storage }
+        return message.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
     private static func now() -> Double {

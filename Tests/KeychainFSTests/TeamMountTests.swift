@@ -144,8 +144,14 @@ import Testing
         let delay = secondsUntil(1) { readAll(held) == Array("three".utf8) }
         #expect(delay != nil, "the descriptor did not catch up after the reconnect")
         print("live after reconnect: seen after \(delay.map { String(format: "%.0f ms", $0 * 1000) } ?? "more than 1 s")")
-        // The log names the server, never an item.
-        for member in [team.ann, team.bob] { #expect(!member.said.contains("watched"), "\(member.said)") }
+        // One line per loss and per recovery, naming the server, never an item.
+        for member in [team.ann, team.bob] {
+            let lines = member.said.split(separator: "\n")
+            #expect(lines.filter { $0.contains("not hearing other mounts' changes") }.count == 1, "\(member.said)")
+            #expect(lines.filter { $0.contains("hearing other mounts' changes again") }.count == 1, "\(member.said)")
+            #expect(!member.said.contains("watched"), "\(member.said)")
+        }
+        print("live: \(team.bob.said.split(separator: "\n").filter { $0.contains("hearing other mounts") }.joined(separator: "\n"))")
     }
 
     /// A Secret Service beside ann's mount announces an item bob made on his mount within a

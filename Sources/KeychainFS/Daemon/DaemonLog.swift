@@ -136,8 +136,8 @@ enum DaemonLog {
                 "cannot tell systemd through NOTIFY_SOCKET (\(DaemonLog.errnoName(code))): a Type=notify unit will not see the mount's state"
             case .changeListenerLost(let reason):
                 // The storage's message: the server's name (without a password) and libpq's reason.
-                "not hearing other mounts' changes (\(reason)); reconnecting, and meanwhile they show once the kernel's "
-                    + "cache expires (\(FileSystem.cacheSeconds) s)"
+                "not hearing other mounts' changes (\(reason)); reconnecting. Meanwhile they show once the kernel's "
+                    + "cache expires (\(FileSystem.cacheSeconds) s), and to files already open only when opened again"
             case .changeListenerRestored:
                 "hearing other mounts' changes again; everything cached was dropped, since changes meanwhile went unheard"
             case .accessLogWriteFailed(let error, let entries):
