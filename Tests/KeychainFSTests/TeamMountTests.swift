@@ -134,7 +134,6 @@ import Testing
         #expect(eventually { readFile(team.bob.path("watched")) == Array("one".utf8) })
         let held = open(team.bob.path("watched"), O_RDONLY | O_CLOEXEC)
         #expect(held >= 0)
-        defer { close(held) }
         #expect(writeFile(team.ann.path("watched"), Array("two".utf8)) == 0)
         #expect(eventually { readAll(held) == Array("two".utf8) }, "no listener before the drop")
         // Only the listeners' backends still show LISTEN as their last statement: the mounts'
@@ -158,6 +157,13 @@ import Testing
             #expect(!member.said.contains("watched"), "\(member.said)")
         }
         print("live: \(team.bob.said.split(separator: "\n").filter { $0.contains("hearing other mounts") }.joined(separator: "\n"))")
+
+        // An unmount ends the listener and its connection with the daemon.
+        close(held)
+        for member in [team.ann, team.bob] {
+            #expect(try run(keychainfsBinary, ["unmount", member.mountpoint]).exitStatus == .success)
+        }
+        #expect(eventually { (try? team.sql(listeners)) == "" }, "listeners left: \((try? team.sql(listeners)) ?? "?")")
     }
 
     /// A Secret Service beside ann's mount announces an item bob made on his mount within a
