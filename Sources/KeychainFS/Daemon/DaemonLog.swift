@@ -44,6 +44,8 @@ enum DaemonLog {
         case defaultCollectionFailed(VaultError)
         case notifyFailed(errno: Int32)
         case storageConnection(StorageConnectionEvent)
+        case changeListenerLost(String)
+        case changeListenerRestored
 
         var priority: Int32 {
             switch self {
@@ -53,6 +55,8 @@ enum DaemonLog {
             case .notifyFailed: LOG_ERR
             case .storageConnection(.lost): LOG_ERR
             case .storageConnection(.restored): LOG_NOTICE
+            case .changeListenerLost: LOG_WARNING
+            case .changeListenerRestored: LOG_NOTICE
             case .lockedByLogind, .logindUnreachable, .logindSessionUnknown: LOG_NOTICE
             case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
@@ -138,6 +142,12 @@ enum DaemonLog {
                 "lost the vault's storage (\(Terminal.printable(reason))); calls fail with EIO until a call connects again"
             case .storageConnection(.restored):
                 "the vault's storage is reachable again; calls work again"
+            case .changeListenerLost(let reason):
+                // The storage's message: the server's name (without a password) and libpq's reason.
+                "not hearing other mounts' changes (\(reason)); reconnecting. Meanwhile they show once the kernel's "
+                    + "cache expires (\(FileSystem.cacheSeconds) s), and to files already open only when opened again"
+            case .changeListenerRestored:
+                "hearing other mounts' changes again; everything cached was dropped, since changes meanwhile went unheard"
             case .accessLogWriteFailed(let error, let entries):
                 // The errno only, as for stores: nothing of an entry reaches the system log.
                 "cannot write \(entries) access log entries (\(DaemonLog.errnoName(error.errno))); they are kept and tried again"
@@ -192,6 +202,8 @@ enum DaemonLog {
     static func defaultCollectionFailed(_ error: VaultError) { record(.defaultCollectionFailed(error)) }
     static func notifyFailed(errno code: Int32) { record(.notifyFailed(errno: code)) }
     static func storageConnection(_ event: StorageConnectionEvent) { record(.storageConnection(event)) }
+    static func changeListenerLost(_ reason: String) { record(.changeListenerLost(reason)) }
+    static func changeListenerRestored() { record(.changeListenerRestored) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.

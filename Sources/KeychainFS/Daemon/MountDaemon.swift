@@ -101,8 +101,11 @@ enum MountDaemon {
                                     replace: request.replaceSecretService)
             : nil
         var served = false
+        var follower: ChangeFollower? = nil
         defer {
             if served { ServiceManager.notifyStopping() }
+            // No notice from elsewhere is followed once the wipe begins.
+            follower?.stop()
             // The bus first: no call is answered once the wipe begins.
             secretService?.stop()
             // Wipe first: the control socket disappearing last tells watchers it is done.
@@ -122,6 +125,9 @@ enum MountDaemon {
         gate.startRefreshing()
         if let secretService, !secretService.runInBackground() {
             throw CommandFailure(message: "cannot start the Secret Service's thread", status: .serviceUnavailable)
+        }
+        if let listener = vault.changeListener() {
+            follower = ChangeFollower.start(listener, fileSystem: fileSystem) { secretService?.lookNow() }
         }
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }

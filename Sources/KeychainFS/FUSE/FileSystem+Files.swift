@@ -36,16 +36,7 @@ extension FileSystem {
                 let snapshot = try vault.item(id)
                 return OpenItem(node: snapshot.node, content: snapshot.takeContent())
             }
-            if !item.dirty && !item.unlinked {
-                let stored = try vault.node(id)
-                if stored.attributes.contentVersion != item.node.attributes.contentVersion {
-                    let snapshot = try vault.item(id)
-                    item.node = snapshot.node
-                    item.modified = snapshot.node.attributes.modified
-                    item.lastChange = snapshot.node.attributes.changed
-                    item.content = snapshot.takeContent()
-                }
-            }
+            try catchUp(item)
             return item
         }
         let snapshot = try vault.item(id)
@@ -200,6 +191,20 @@ extension FileSystem {
         }
         item.content = snapshot.takeContent()
         item.forgotten = false
+    }
+
+    /// A clean shared content replaced by the stored one when that moved on (stored by the
+    /// command line or another machine meanwhile), as every descriptor of a tmpfs file sees the
+    /// last write. Unstored writes here are kept: this mount's close decides then.
+    func catchUp(_ item: OpenItem) throws(VaultError) {
+        guard !item.dirty && !item.unlinked && !item.forgotten && !item.stale else { return }
+        let stored = try vault.node(item.id)
+        guard stored.attributes.contentVersion != item.node.attributes.contentVersion else { return }
+        let snapshot = try vault.item(item.id)
+        item.node = snapshot.node
+        item.modified = snapshot.node.attributes.modified
+        item.lastChange = snapshot.node.attributes.changed
+        item.content = snapshot.takeContent()
     }
 
     func resize(_ item: OpenItem, to size: Int) throws(VaultError) {

@@ -4,6 +4,11 @@ import VaultCore
 /// memory, as tmpfs keeps one page cache per inode. What one descriptor writes the others see
 /// at once; a close or fsync of a descriptor that wrote stores the whole current content in
 /// one durable transaction. Wiped when its last descriptor closes, or by a lock.
+/// Across mounts (other machines on a vault in PostgreSQL) there is one OpenItem per mount:
+/// a store elsewhere reaches a clean one at once (FileSystem+RemoteChanges) but not one with
+/// unstored writes, and two mounts' closes are two whole-content transactions, serialised by
+/// the server, so the last to commit wins whole. tmpfs, with one page cache, would instead
+/// merge two descriptors' writes byte by byte.
 final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's mutex
     /// The item's attributes as last stored (or loaded), with chmod and utimens applied.
     var node: Node

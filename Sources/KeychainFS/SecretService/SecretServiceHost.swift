@@ -43,6 +43,12 @@ final class SecretServiceHost: Sendable {
         HelperThread.start { [self] in run() }
     }
 
+    /// From any thread: compares what the vault holds with what was announced now, rather
+    /// than at the next tick (another machine committed something).
+    func lookNow() {
+        bus.post { [service] in service.tick() }
+    }
+
     /// Ends the loop and waits (briefly) for it: a call being answered finishes first.
     func stop() {
         bus.stop()

@@ -12,7 +12,8 @@
 /// (PostgreSQL's WAL flush of a later commit takes an unsynced one along, as SQLite's does);
 /// `read` is BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY. `allocateNodeID` is the same
 /// UPDATE ... RETURNING on the vault's row. The change token counts this connection's commits
-/// and the NOTIFYs received on the vault's channel (every write transaction sends one), and the
+/// and the NOTIFYs received on the vault's channel (every write transaction sends one, naming
+/// the node ids it touched: `PostgresChangeNotice`, which `VaultChangeListener` hears), and the
 /// vault row's `change_count` read on each new connection (NOTIFYs sent while there was none
 /// are lost). Errors map to VaultError in one place, as `SQLiteConnection.error` does for
 /// SQLite; a server lost, unreachable or silent past the timeout is `.storageUnreachable`, and
@@ -38,6 +39,10 @@ protocol VaultStorage: AnyObject, Sendable {
 
     /// Changes whenever anything is committed to the vault, by this connection or another.
     func changeToken() throws(VaultError) -> StorageChangeToken
+
+    /// Hears, on a connection of its own, what other sessions commit; nil where nothing can be
+    /// listened for (SQLite, whose change token is all there is). Default: nil.
+    func changeListener() -> VaultChangeListener?
 
     // MARK: format
 

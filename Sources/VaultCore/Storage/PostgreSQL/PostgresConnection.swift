@@ -387,4 +387,37 @@ final class PostgresConnection: @unchecked Sendable {
         }
         return count
     }
+
+    /// One notification: the backend that sent it and its payload (node ids, never plaintext).
+    struct Notice {
+        let sender: Int32
+        let payload: String
+    }
+
+    /// Waits in poll(2) on the connection's socket, up to `timeout` seconds, for notifications
+    /// on the channels it LISTENs to; gives those received (none on a timeout). Throws once the
+    /// connection is lost: a terminated backend or a stopped server closes the socket, which
+    /// poll reports as readable and libpq then reads as the end.
+    func awaitNotices(timeout: Double) throws(VaultError) -> [Notice] {
+        var notices = try receivedNotices()
+        guard notices.isEmpty else { return notices }
+        var watched = pollfd(fd: PQsocket(try live()), events: Int16(POLLIN), revents: 0)
+        if poll(&watched, 1, Int32(max(timeout, 0) * 1000)) < 0 && errno != EINTR {
+            throw lose("cannot wait for PostgreSQL at \(displayName): \(String(cString: strerror(errno)))")
+        }
+        notices = try receivedNotices()
+        return notices
+    }
+
+    private func receivedNotices() throws(VaultError) -> [Notice] {
+        let connection = try live()
+        guard PQconsumeInput(connection) == 1, PQstatus(connection) == CONNECTION_OK else { throw lostOrFailed(nil) }
+        var notices: [Notice] = []
+        while let notification = PQnotifies(connection) {
+            let payload = notification.pointee.extra.map { String(cString: $0) } ?? ""
+            notices.append(Notice(sender: notification.pointee.be_pid, payload: payload))
+            PQfreemem(notification)
+        }
+        return notices
+    }
 }

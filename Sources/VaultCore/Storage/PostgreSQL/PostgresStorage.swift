@@ -9,6 +9,10 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// NOTIFYs from other sessions received on the vault's channel.
     private var othersCommits: Int64 = 0
     private var name: PGValue { .text(location.vaultName) }
+    /// What the write transaction under way touched, for its NOTIFY.
+    private var touched = PostgresChangeNotice()
+    /// Marks this storage's own NOTIFYs, so this process's listener skips them.
+    private let origin = randomBytes(8).map { String($0, radix: 16) }.joined()
 
     private init(db: PostgresConnection, location: PostgresLocation) {
         self.db = db
@@ -65,11 +69,12 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         try db.run(begin)
         db.inTransaction = true
         defer { db.inTransaction = false }
+        touched.reset()
         do throws(VaultError) {
             if !durable { try db.run("SET LOCAL synchronous_commit = off") }
             let result = try body()
             // Delivered at commit, to every other connection listening on the vault.
-            if notify { try db.run("SELECT pg_notify($1, '')", [.text(location.channel)]) }
+            if notify { try db.run("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))]) }
             do throws(VaultError) {
                 try db.run("COMMIT")
             } catch {
@@ -103,6 +108,10 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+    }
+
+    func changeListener() -> VaultChangeListener? {
+        VaultChangeListener(location: location, ownOrigin: origin)
     }
 
     func changeToken() throws(VaultError) -> StorageChangeToken {
@@ -139,6 +148,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func setFormatVersion(_ version: Int) throws(VaultError) {
+        touched.noteEverything()
         try updateVaultRow("format_version = $2", .integer(Int64(version)))
     }
 
@@ -166,6 +176,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
+        touched.noteEverything()
         try updateVaultRow("header_mac = $2", .bytes(mac))
     }
 
@@ -294,6 +305,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
+        touched.note(row.id.rawValue, row.parent.rawValue)
         try db.run("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
             name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
             .bytes(row.nameTag), .bytes(row.sealedName), .bytes(row.sealedAttributes), sealedContent.map(PGValue.bytes) ?? .null,
@@ -301,23 +313,31 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
+        touched.note(id.rawValue)
         try db.run("UPDATE nodes SET attributes = $3 WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue), .bytes(sealedAttributes)])
     }
 
     func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
+        touched.note(id.rawValue)
         try db.run("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
                    [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
     }
 
     func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError) {
-        try db.run("UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 WHERE vault = $1 AND id = $2", [
-            name, .integer(id.rawValue), .integer(parent.rawValue), .bytes(nameTag), .bytes(sealedName), .bytes(sealedAttributes),
-        ])
+        // The joined row is the one before the update: its parent is where the entry left.
+        let left = try db.rows("""
+            UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 FROM nodes AS before
+            WHERE nodes.vault = $1 AND nodes.id = $2 AND before.vault = $1 AND before.id = $2 RETURNING before.parent
+            """, [name, .integer(id.rawValue), .integer(parent.rawValue), .bytes(nameTag), .bytes(sealedName), .bytes(sealedAttributes)])
+        touched.note(id.rawValue, parent.rawValue)
+        for row in left { if let old = row.first?.integer { touched.note(old) } }
     }
 
     func deleteNode(_ id: NodeID) throws(VaultError) {
-        try db.run("DELETE FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
+        for row in try db.rows("DELETE FROM nodes WHERE vault = $1 AND id = $2 RETURNING id, parent", [name, .integer(id.rawValue)]) {
+            noteTouched(row)
+        }
     }
 
     /// `id` and every node below it, as a subquery over $1 (vault) and $2 (node).
@@ -328,8 +348,15 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         """
 
     func deleteSubtree(_ id: NodeID) throws(VaultError) {
-        try db.run("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree)",
-                   [name, .integer(id.rawValue)])
+        for row in try db.rows("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent",
+                               [name, .integer(id.rawValue)]) {
+            noteTouched(row)
+        }
+    }
+
+    /// A removed node's row (id, parent): both go into the NOTIFY.
+    private func noteTouched(_ row: [PGValue]) {
+        for column in row { if let id = column.integer { touched.note(id) } }
     }
 
     // MARK: a node's attributes
@@ -367,6 +394,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
+        touched.note(row.node.rawValue)
         try db.run("""
             INSERT INTO attributes (vault, node, tag, search_tag, name, value) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (vault, node, tag) DO UPDATE SET search_tag = excluded.search_tag, name = excluded.name, value = excluded.value
@@ -374,10 +402,12 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
-        try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3", [name, .integer(node.rawValue), .bytes(tag)]) > 0
+        touched.note(node.rawValue)
+        return try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3", [name, .integer(node.rawValue), .bytes(tag)]) > 0
     }
 
     func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
+        touched.note(node.rawValue)
         if subtree {
             try db.run("\(PostgresStorage.subtree) DELETE FROM attributes WHERE vault = $1 AND node IN (SELECT id FROM subtree)",
                        [name, .integer(node.rawValue)])
@@ -408,15 +438,18 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func upsertRule(_ row: RuleRow) throws(VaultError) {
+        touched.note(row.node.rawValue)
         try db.run("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
     func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
-        try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
+        touched.note(node.rawValue)
+        return try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
     }
 
     func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
+        touched.note(node.rawValue)
         if subtree {
             return try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
                                 [name, .integer(node.rawValue)])

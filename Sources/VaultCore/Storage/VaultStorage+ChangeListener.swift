@@ -1,0 +1,3 @@
+extension VaultStorage {
+    func changeListener() -> VaultChangeListener? { nil }
+}
