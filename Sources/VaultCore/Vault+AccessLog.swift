@@ -14,8 +14,8 @@ extension Vault {
                                 bounds: AccessLogBounds = .default) throws(VaultError) {
         guard !entries.isEmpty, bounds.isEnabled else { return }
         // Unseen by this connection's change token: the mount's own log batches change nothing
-        // that a listing or the rules read. The sealer is the vault's current one, whatever the
-        // caller kept: a rotation by another process replaces it.
+        // that a listing or the rules read. A sealer the caller kept from before a rotation is
+        // replaced by the current one.
         try appendingToLog(given: sealer) { (storage, current) throws(VaultError) in
             try current.append(entries, to: storage, bounds: bounds)
         }

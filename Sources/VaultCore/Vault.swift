@@ -37,6 +37,9 @@ public final class Vault: Sendable {
         var logSealer: AccessLogSealer? = nil
         /// Set when a rotation by another process locked this vault; cleared by an unlock.
         var shutOut = false
+        /// Log public keys a rotation replaced: a sealer a caller kept from before (the mount's
+        /// log writer) is swapped for the current one, never used.
+        var replacedLogKeys: Set<[UInt8]> = []
     }
 
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
@@ -416,6 +419,7 @@ public final class Vault: Sendable {
             state.cipher = rekeyed
             state.verifiedHeaderMAC = header.mac
             state.checkedToken = token
+            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
             state.logSealer = try AccessLogKeys(cipher: rekeyed).sealer
             state.searchKey = nil
             return .rekeyed
@@ -455,14 +459,15 @@ public final class Vault: Sendable {
             state.cipher = rotated
             state.verifiedHeaderMAC = try storage.header()?.mac ?? []
             state.checkedToken = nil
+            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
             state.logSealer = try AccessLogKeys(cipher: rotated).sealer
             state.searchKey = nil
             return result
         }
     }
 
-    /// Runs `append` in a durable write unseen by the change token, with the log sealer of the
-    /// current master key (`given` only before any key was here): inside the write the header
+    /// Runs `append` in a durable write unseen by the change token, with `given` (or, when it
+    /// is none or one a rotation replaced, the log sealer of the current master key): inside the write the header
     /// MAC is compared with the one verified, so a batch is never sealed to a key that a
     /// rotation committed just before replaced. Then the rotation is followed and `append`
     /// runs once more; a vault shut out by a rotation logs nothing (`.locked`).
@@ -470,17 +475,19 @@ public final class Vault: Sendable {
         try state.withLock { (state) throws(VaultError) in
             try Vault.followRotation(&state, force: false)
             for attempt in 0..<2 {
-                guard !state.shutOut, let sealer = state.logSealer ?? given else { throw .locked }
+                let current = state.logSealer
+                let chosen = given.flatMap { state.replacedLogKeys.contains($0.publicKey) ? nil : $0 } ?? current
+                guard !state.shutOut, let sealer = chosen else { throw .locked }
                 let storage = state.storage
                 let expected = state.verifiedHeaderMAC
-                let current = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> Bool in
+                let appended = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> Bool in
                     // Before a key was here there is no MAC to compare: `given` was derived then.
                     let stored = try storage.header()?.mac
                     guard expected.isEmpty || stored == expected else { return false }
                     try append(storage, sealer)
                     return true
                 }
-                if current { return }
+                if appended { return }
                 if attempt == 0 { try Vault.followRotation(&state, force: true) }
             }
             throw .locked
