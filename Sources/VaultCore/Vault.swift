@@ -445,6 +445,17 @@ public final class Vault: Sendable {
     /// Whether a rotation by another process locked this vault (it could not follow).
     public var wasShutOutByRotation: Bool { state.withLock { $0.shutOut } }
 
+    /// Looks for a rotation by another process now, as every operation does first (cheap when
+    /// nothing was committed since the last look), following it or locking; whether this vault
+    /// is shut out. For a mount, whose lock state must follow without waiting for a request.
+    @discardableResult
+    public func followRotation() throws(VaultError) -> Bool {
+        try state.withLock { (state) throws(VaultError) -> Bool in
+            try Vault.followRotation(&state, force: false)
+            return state.shutOut
+        }
+    }
+
     /// Runs `rotate` under the mutex with the unlocked store and the slot this vault was opened
     /// by (`memberSlotID` for a member); once it returns (its `write`
     /// committed), the cipher it gives back is this vault's: its header MAC, log key and
