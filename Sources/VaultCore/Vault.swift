@@ -397,7 +397,9 @@ public final class Vault: Sendable {
     /// sealer goes (nothing is sealed to a key the others no longer use).
     @discardableResult
     private static func followRotation(_ state: inout State, force: Bool) throws(VaultError) -> RotationCheck {
-        guard let cipher = state.cipher else { return .unchanged }
+        // Locked with no key at all: nothing to follow with or to go stale, but the search key a
+        // lock kept, which a rotation makes useless (its tags are gone).
+        guard state.cipher != nil || state.searchKey != nil, !state.verifiedHeaderMAC.isEmpty else { return .unchanged }
         let storage = state.storage
         let token = try storage.changeToken()
         guard force || token != state.checkedToken else { return .unchanged }
@@ -408,12 +410,12 @@ public final class Vault: Sendable {
             return .unchanged
         }
         let sealedAs: Int? = version >= VaultFormat.oldestSealedVersion ? version : nil
-        if cipher.holdsEveryKey, cipher.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
+        if let cipher = state.cipher, cipher.holdsEveryKey, cipher.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
             state.verifiedHeaderMAC = header.mac
             state.checkedToken = token
             return .unchanged
         }
-        if cipher.holdsEveryKey, let member = state.member, header.vaultID == cipher.vaultID,
+        if let cipher = state.cipher, cipher.holdsEveryKey, let member = state.member, header.vaultID == cipher.vaultID,
            let rekeyed = try? rekeyedCipher(storage, vaultID: header.vaultID, member: member),
            rekeyed.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
             state.cipher = rekeyed

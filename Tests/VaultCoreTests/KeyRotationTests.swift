@@ -176,6 +176,8 @@ import Testing
         let scratch = Scratch()
         let vault = try makeVault(scratch)
         try vault.store(secret("before"), at: path("a"))
+        let pair = { Attribute(name: try! AttributeName("service"), value: secret("searched")) }
+        try vault.store(secret("s"), at: path("searchable"), attributes: [pair()])
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob"), carol = try member(scratch, "carol")
         for (name, key) in [("alice", alice), ("bob", bob), ("carol", carol)] { try vault.addMember(name: name, publicKey: key.publicKey) }
         let asAlice = try Vault.open(at: scratch.vaultPath, member: alice)
@@ -186,6 +188,7 @@ import Testing
         #expect(try asCarol.read(path("a")).testBytes == Array("before".utf8))
         #expect(try byPassphrase.read(path("a")).testBytes == Array("before".utf8))
         aliceLockedEarlier.lock()
+        #expect(try aliceLockedEarlier.findLockedItems([pair()], in: nil).count == 1)
         // What a mount's log writer keeps: the log key as it was when the mount started.
         let keptSealer = try asAlice.accessLogSealer()
 
@@ -208,6 +211,8 @@ import Testing
         #expect(byPassphrase.wasShutOutByRotation)
         // Locked at the time, alice's other vault has no member key to follow with: it stays locked.
         #expect(throws: VaultError.locked) { try aliceLockedEarlier.read(path("a")) }
+        // Nor does its kept search key answer: the tags it computes are gone.
+        #expect(throws: VaultError.locked) { try aliceLockedEarlier.findLockedItems([pair()], in: nil) }
         // Nothing is logged by a vault shut out (it would be sealed to the old log key).
         #expect(throws: VaultError.locked) {
             try asCarol.appendAccessLog([AccessLogEntry(pid: 1, node: nil, access: .read, decision: .allowed)])
