@@ -31,11 +31,14 @@ struct KeyRotation {
 
     func resealEverything() throws(VaultError) -> Counts {
         var counts = Counts()
+        // First, under the write lock: a header sealed with another key means another rotation
+        // committed since the caller's look, and nothing else would open either.
+        let header = try checkedHeader()
         let places = try resealNodes(&counts)
         try resealAttributes(places, &counts)
         try resealRules(places, &counts)
         try resealAccessLog(&counts)
-        try resealHeader()
+        try storage.updateHeaderMAC(new.headerMAC(itemSizeLimit: header.itemSizeLimit, oldestFormat: header.sealedAs))
         return counts
     }
 
@@ -136,14 +139,15 @@ struct KeyRotation {
         }
     }
 
-    /// The header's MAC, binding the format the vault is sealed as, under the new header key.
-    private func resealHeader() throws(VaultError) {
+    /// The header as stored, its MAC checked with the old key; the new one binds the same
+    /// format version (`sealedAs`).
+    private func checkedHeader() throws(VaultError) -> (itemSizeLimit: Int, sealedAs: Int?) {
         guard let header = try storage.header() else { throw refused("the vault header is missing") }
         let version = try storage.formatVersion()
         let sealedAs: Int? = version >= VaultFormat.oldestSealedVersion ? version : nil
         guard old.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) else {
-            throw refused("the vault header failed authentication")
+            throw .integrityFailure("vault header (sealed with another key: rotated meanwhile, or tampered with)")
         }
-        try storage.updateHeaderMAC(new.headerMAC(itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs))
+        return (header.itemSizeLimit, sealedAs)
     }
 }

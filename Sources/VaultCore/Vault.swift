@@ -468,7 +468,18 @@ public final class Vault: Sendable {
             try Vault.followRotation(&state, force: false)
             guard let cipher = state.cipher, cipher.holdsEveryKey else { throw .locked }
             let storage = state.storage
-            let (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths), state.slotID)
+            let result: R
+            let rotated: RecordCipher
+            do throws(VaultError) {
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths), state.slotID)
+            } catch .integrityFailure(let what) {
+                // Another rotation may have committed since the look above (as in `withStore`).
+                guard try Vault.followRotation(&state, force: true) == .rekeyed, let rekeyed = state.cipher else {
+                    if state.cipher == nil { throw .locked }
+                    throw .integrityFailure(what)
+                }
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: rekeyed, naming: .paths), state.slotID)
+            }
             state.cipher = rotated
             state.verifiedHeaderMAC = try storage.header()?.mac ?? []
             state.checkedToken = nil

@@ -219,6 +219,26 @@ import Testing
         }
     }
 
+    @Test func twoRemovalsFromTwoOpenVaultsBothRotate() throws {
+        let scratch = Scratch()
+        let names = ["alice", "bob", "carol", "dave"]
+        let keys = try names.map { try member(scratch, $0) }
+        let vault = try Vault.create(at: scratch.vaultPath, member: keys[0], name: "alice")
+        try vault.store(secret("kept"), at: path("x"))
+        for (name, key) in zip(names, keys).dropFirst() { try vault.addMember(name: name, publicKey: key.publicKey) }
+        let asAlice = try Vault.open(at: scratch.vaultPath, member: keys[0])
+        let asBob = try Vault.open(at: scratch.vaultPath, member: keys[1])
+        _ = try asBob.removeMember(name: "carol")
+        // Alice's vault has not looked since: it follows bob's rotation, then rotates again.
+        let second = try asAlice.removeMember(name: "dave")
+        #expect(second.keptMembers == ["alice", "bob"])
+        #expect(try asBob.read(path("x")).testBytes == Array("kept".utf8))
+        #expect(try Vault.open(at: scratch.vaultPath, member: keys[1]).verify().isEmpty)
+        for gone in keys[2...] {
+            #expect(throws: VaultError.notAMember(gone.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: gone) }
+        }
+    }
+
     @Test func aTeamVaultMadeByAMemberHasNoPassphraseSlot() throws {
         let scratch = Scratch()
         let alice = try member(scratch, "alice")
