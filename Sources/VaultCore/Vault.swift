@@ -43,12 +43,11 @@ public final class Vault: Sendable {
     }
 
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
-                 member: MemberKey? = nil, headerMAC: [UInt8] = []) {
+                 headerMAC: [UInt8] = []) {
         self.path = path
         self.itemSizeLimit = itemSizeLimit
         let sealer = cipher.flatMap { try? AccessLogKeys(cipher: $0).sealer }
-        state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID, member: member, verifiedHeaderMAC: headerMAC,
-                            logSealer: sealer))
+        state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID, verifiedHeaderMAC: headerMAC, logSealer: sealer))
     }
 
     // MARK: creating and opening
