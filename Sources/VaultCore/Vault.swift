@@ -485,6 +485,13 @@ public final class Vault: Sendable {
             if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
             state.logSealer = try AccessLogKeys(cipher: rotated).sealer
             state.searchKey = nil
+            if let member = state.member, try !storage.memberSlots().contains(where: { $0.publicKey == member.publicKey.bytes }) {
+                // A member who removed themselves keeps nothing of the new key.
+                state.cipher = nil
+                state.member = nil
+                state.logSealer = nil
+                state.shutOut = true
+            }
             return result
         }
     }

@@ -237,6 +237,11 @@ import Testing
         for gone in keys[2...] {
             #expect(throws: VaultError.notAMember(gone.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: gone) }
         }
+        // Bob removes himself: his vault keeps nothing of the new key.
+        _ = try asBob.removeMember(name: "bob")
+        #expect(asBob.isLocked && asBob.wasShutOutByRotation)
+        #expect(throws: VaultError.locked) { try asBob.read(path("x")) }
+        #expect(try asAlice.read(path("x")).testBytes == Array("kept".utf8))
     }
 
     @Test func aTeamVaultMadeByAMemberHasNoPassphraseSlot() throws {
