@@ -13,13 +13,11 @@ extension Vault {
     public func appendAccessLog(_ entries: [AccessLogEntry], sealer: AccessLogSealer? = nil,
                                 bounds: AccessLogBounds = .default) throws(VaultError) {
         guard !entries.isEmpty, bounds.isEnabled else { return }
-        let sealer = if let sealer { sealer } else { try accessLogSealer() }
-        try withStorage { (storage) throws(VaultError) in
-            // Unseen by this connection's change token: the mount's own log batches change nothing
-            // that a listing or the rules read.
-            try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) in
-                try sealer.append(entries, to: storage, bounds: bounds)
-            }
+        // Unseen by this connection's change token: the mount's own log batches change nothing
+        // that a listing or the rules read. A sealer the caller kept from before a rotation is
+        // replaced by the current one.
+        try appendingToLog(given: sealer) { (storage, current) throws(VaultError) in
+            try current.append(entries, to: storage, bounds: bounds)
         }
     }
 

@@ -23,12 +23,31 @@ public final class Vault: Sendable {
         /// While locked since an unlock (not after an unmount's lock, nor before the first
         /// unlock), the search tags' key alone, for `findLockedItems`; nil otherwise.
         var searchKey: AttributeSearchKey? = nil
+        /// The member key a member's open unsealed, kept while unlocked so that a rotation by
+        /// another process can be followed (`followRotation`); dropped, and so wiped, by a lock.
+        var member: MemberKey? = nil
+        /// The header MAC last found to verify under `cipher`: a stored one that differs means
+        /// the master key was rotated (or the header tampered with).
+        var verifiedHeaderMAC: [UInt8] = []
+        /// The change token when the header was last looked at; nil to look at the next operation.
+        var checkedToken: StorageChangeToken? = nil
+        /// The access log's public key of the current master key, kept through a lock (so a
+        /// locked mount logs) but dropped when a rotation shuts this vault out: batches are never
+        /// sealed to a key the vault no longer has.
+        var logSealer: AccessLogSealer? = nil
+        /// Set when a rotation by another process locked this vault; cleared by an unlock.
+        var shutOut = false
+        /// Log public keys a rotation replaced: a sealer a caller kept from before (the mount's
+        /// log writer) is swapped for the current one, never used.
+        var replacedLogKeys: Set<[UInt8]> = []
     }
 
-    private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64) {
+    private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
+                 headerMAC: [UInt8] = []) {
         self.path = path
         self.itemSizeLimit = itemSizeLimit
-        state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID))
+        let sealer = cipher.flatMap { try? AccessLogKeys(cipher: $0).sealer }
+        state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID, verifiedHeaderMAC: headerMAC, logSealer: sealer))
     }
 
     // MARK: creating and opening
@@ -47,14 +66,41 @@ public final class Vault: Sendable {
         let master = try KeyDerivation.randomMasterKey()
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
         let slot = try sealKeySlot(master: master, passphrase: passphrase, parameters: kdf, slotID: 1)
+        return try create(at: path, vaultID: vaultID, cipher: cipher, itemSizeLimit: itemSizeLimit, slotID: 1) { (storage) throws(VaultError) in
+            try storage.upsertKeySlot(slot)
+        }
+    }
+
+    /// Creates a team vault whose only way in is `member`'s slot, named `name`: no passphrase
+    /// slot, so no shared secret exists that a removed member could keep.
+    public static func create(at path: String, member: MemberKey, name: String,
+                              itemSizeLimit: Int = defaultItemSizeLimit) throws(VaultError) -> Vault {
+        let nameBytes = try checkedMemberName(name)
+        guard (1...maximumItemSizeLimit).contains(itemSizeLimit) else {
+            throw .invalidArgument("the item size limit must be between 1 and \(maximumItemSizeLimit) bytes")
+        }
+        let vaultID = randomBytes(VaultFormat.vaultIDBytes)
+        let master = try KeyDerivation.randomMasterKey()
+        let cipher = try RecordCipher(vaultID: vaultID, master: master)
+        let slot = try MemberSlot.seal(master: master, vaultID: vaultID, name: nameBytes, publicKey: member.publicKey)
+        let vault = try create(at: path, vaultID: vaultID, cipher: cipher, itemSizeLimit: itemSizeLimit,
+                               slotID: memberSlotID) { (storage) throws(VaultError) in
+            try storage.insertMemberSlot(slot)
+        }
+        vault.state.withLock { $0.member = member }
+        return vault
+    }
+
+    /// The records every new vault starts with, and `slots` its ways in, in one transaction.
+    private static func create(at path: String, vaultID: [UInt8], cipher: RecordCipher, itemSizeLimit: Int, slotID: Int64,
+                               slots: (any VaultStorage) throws(VaultError) -> Void) throws(VaultError) -> Vault {
+        let headerMAC = cipher.headerMAC(itemSizeLimit: itemSizeLimit, oldestFormat: VaultFormat.version)
         let storage = try VaultLocation.createStorage(at: path) { (storage) throws(VaultError) in
             try storage.setFormatVersion(VaultFormat.version)
-            try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit,
-                                                 mac: cipher.headerMAC(itemSizeLimit: itemSizeLimit,
-                                                                       oldestFormat: VaultFormat.version)),
+            try storage.insertHeader(VaultHeader(vaultID: vaultID, itemSizeLimit: itemSizeLimit, mac: headerMAC),
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
             try storage.setRulesMAC(cipher.rulesMAC([]))
-            try storage.upsertKeySlot(slot)
+            try slots(storage)
             let now = Timestamp.now()
             let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, at: now, contentGeneration: 0)
             let root = RecordPlace.new(.root)
@@ -64,7 +110,7 @@ public final class Vault: Sendable {
                                            sealedAttributes: cipher.sealAttributes(rootAttributes, root)),
                                    sealedContent: nil)
         }
-        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: 1)
+        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
     }
 
     /// Opens an existing vault with a passphrase.
@@ -78,7 +124,11 @@ public final class Vault: Sendable {
         var unlockedMaster: SecureBuffer? = nil
         var unlockedSlot: Int64 = 0
         let slots = try storage.keySlots()
-        guard !slots.isEmpty else { throw .integrityFailure("key slots (none left)") }
+        if slots.isEmpty {
+            // A team vault made by a member has member slots only; a vault with neither lost them.
+            let members = version >= VaultFormat.oldestWithMembers ? try storage.memberSlots() : []
+            throw members.isEmpty ? .integrityFailure("key slots (none left)") : .memberKeyRequired
+        }
         for slot in slots {
             let kek = try KeyDerivation.keyEncryptionKey(passphrase: passphrase, salt: slot.salt, parameters: slot.parameters)
             var master = try SecureBuffer(capacity: KeyDerivation.masterKeyBytes)
@@ -111,8 +161,10 @@ public final class Vault: Sendable {
             }
         }
         guard let master = unlockedMaster.take() else { throw .notAMember(member.publicKey.base64) }
-        return try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
-                          master: master, slotID: Vault.memberSlotID)
+        let vault = try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
+                               master: master, slotID: Vault.memberSlotID)
+        vault.state.withLock { $0.member = member }
+        return vault
     }
 
     /// Opens the vault as the member whose key is in `keyPath`, `passphrase` unsealing that
@@ -151,7 +203,9 @@ public final class Vault: Sendable {
         if version < VaultFormat.version {
             try FormatUpgrade.upgrade(NodeStore(storage: storage, cipher: cipher), from: version, path: path)
         }
-        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID)
+        // An upgrade seals the header again.
+        let headerMAC = try storage.header()?.mac ?? storedMAC
+        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
     }
 
     /// Opens a vault without its passphrase, locked with every key absent, to be unlocked
@@ -192,7 +246,7 @@ public final class Vault: Sendable {
         return (header.vaultID, header.itemSizeLimit, header.mac)
     }
 
-    private static func sealKeySlot(master: borrowing SecureBuffer, passphrase: borrowing SecureBuffer, parameters: KDFParameters,
+    static func sealKeySlot(master: borrowing SecureBuffer, passphrase: borrowing SecureBuffer, parameters: KDFParameters,
                                     slotID: Int64) throws(VaultError) -> KeySlotRow {
         let salt = randomBytes(KeyDerivation.saltBytes)
         let kek = try KeyDerivation.keyEncryptionKey(passphrase: passphrase, salt: salt, parameters: parameters)
@@ -243,6 +297,8 @@ public final class Vault: Sendable {
     /// Either way but the unmount, the search tags' key is kept on its own (`findLockedItems`).
     public func lock(keepingAfterFirstUnlock: Bool = true) {
         state.withLock { state in
+            // The member's secret key goes with every lock: it opens the master key.
+            state.member = nil
             guard keepingAfterFirstUnlock else {
                 state.cipher = nil
                 state.searchKey = nil
@@ -274,10 +330,15 @@ public final class Vault: Sendable {
         }
         // What `openLocked` read before any key could check it.
         guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
-        let (cipher, slotID) = reopened.state.withLock { (s) -> (RecordCipher?, Int64) in (s.cipher, s.slotID) }
+        let opened = reopened.state.withLock { (s) in (s.cipher, s.slotID, s.member, s.verifiedHeaderMAC, s.logSealer) }
         state.withLock {
-            $0.cipher = cipher
-            $0.slotID = slotID
+            $0.cipher = opened.0
+            $0.slotID = opened.1
+            $0.member = opened.2
+            $0.verifiedHeaderMAC = opened.3
+            $0.logSealer = opened.4
+            $0.checkedToken = nil
+            $0.shutOut = false
             // The new cipher has its own; none is held twice.
             $0.searchKey = nil
         }
@@ -304,8 +365,162 @@ public final class Vault: Sendable {
     func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                  _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try state.withLock { (state) throws(VaultError) -> R in
+            try Vault.followRotation(&state, force: false)
             guard let cipher = state.cipher, cipher.holdsEveryKey || whileLocked else { throw .locked }
-            return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+            do throws(VaultError) {
+                return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+            } catch .integrityFailure(let what) {
+                // A rotation may have committed between the look above and the body's snapshot;
+                // then the body failed whole (a write rolled back) and runs again with the new keys.
+                guard try Vault.followRotation(&state, force: true) == .rekeyed, let rekeyed = state.cipher else {
+                    if state.cipher == nil { throw .locked }
+                    throw .integrityFailure(what)
+                }
+                return try body(NodeStore(storage: state.storage, cipher: rekeyed, naming: naming))
+            }
+        }
+    }
+
+    /// What `followRotation` found.
+    enum RotationCheck {
+        case unchanged, rekeyed, shutOut
+    }
+
+    /// Under the mutex, before an operation: when the storage changed since the last look (or
+    /// with `force`), compares the stored header MAC with the one last verified (no key
+    /// needed, so a lock's reduced cipher can look too). Another MAC means another process
+    /// rotated the master key, or the header was tampered with. A vault opened by a member,
+    /// while unlocked, opens its member slot again and takes the new key if the header verifies
+    /// under it; any other vault (opened with a passphrase, its member removed, or locked) is
+    /// shut out: it locks, so operations fail with `.locked`, never as tampering, and its log
+    /// sealer goes (nothing is sealed to a key the others no longer use).
+    @discardableResult
+    private static func followRotation(_ state: inout State, force: Bool) throws(VaultError) -> RotationCheck {
+        // Locked with no key at all: nothing to follow with or to go stale, but the search key a
+        // lock kept, which a rotation makes useless (its tags are gone).
+        guard state.cipher != nil || state.searchKey != nil, !state.verifiedHeaderMAC.isEmpty else { return .unchanged }
+        let storage = state.storage
+        let token = try storage.changeToken()
+        guard force || token != state.checkedToken else { return .unchanged }
+        let (header, version) = try storage.read { () throws(VaultError) in (try storage.header(), try storage.formatVersion()) }
+        guard let header else { return .unchanged }  // the operation reports it
+        guard header.mac != state.verifiedHeaderMAC else {
+            state.checkedToken = token
+            return .unchanged
+        }
+        let sealedAs: Int? = version >= VaultFormat.oldestSealedVersion ? version : nil
+        if let cipher = state.cipher, cipher.holdsEveryKey, cipher.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
+            state.verifiedHeaderMAC = header.mac
+            state.checkedToken = token
+            return .unchanged
+        }
+        if let cipher = state.cipher, cipher.holdsEveryKey, let member = state.member, header.vaultID == cipher.vaultID,
+           let rekeyed = try? rekeyedCipher(storage, vaultID: header.vaultID, member: member),
+           rekeyed.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
+            state.cipher = rekeyed
+            state.verifiedHeaderMAC = header.mac
+            state.checkedToken = token
+            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
+            state.logSealer = try AccessLogKeys(cipher: rekeyed).sealer
+            state.searchKey = nil
+            return .rekeyed
+        }
+        state.cipher = nil
+        state.member = nil
+        state.searchKey = nil
+        state.logSealer = nil
+        state.shutOut = true
+        return .shutOut
+    }
+
+    /// The cipher of the master key in `member`'s slot as stored now; nil when it has none.
+    private static func rekeyedCipher(_ storage: any VaultStorage, vaultID: [UInt8], member: MemberKey) throws(VaultError) -> RecordCipher? {
+        for slot in try storage.memberSlots() {
+            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member) {
+                return try RecordCipher(vaultID: vaultID, master: master)
+            }
+        }
+        return nil
+    }
+
+    /// Whether a rotation by another process locked this vault (it could not follow).
+    public var wasShutOutByRotation: Bool { state.withLock { $0.shutOut } }
+
+    /// Looks for a rotation by another process now, as every operation does first (cheap when
+    /// nothing was committed since the last look), following it or locking; whether this vault
+    /// is shut out. For a mount, whose lock state must follow without waiting for a request.
+    @discardableResult
+    public func followRotation() throws(VaultError) -> Bool {
+        try state.withLock { (state) throws(VaultError) -> Bool in
+            try Vault.followRotation(&state, force: false)
+            return state.shutOut
+        }
+    }
+
+    /// Runs `rotate` under the mutex with the unlocked store and the slot this vault was opened
+    /// by (`memberSlotID` for a member); once it returns (its `write`
+    /// committed), the cipher it gives back is this vault's: its header MAC, log key and
+    /// search key follow.
+    func rotatingKeys<R>(_ rotate: (NodeStore, _ slotID: Int64) throws(VaultError) -> (R, RecordCipher))
+        throws(VaultError) -> R {
+        try state.withLock { (state) throws(VaultError) -> R in
+            try Vault.followRotation(&state, force: false)
+            guard let cipher = state.cipher, cipher.holdsEveryKey else { throw .locked }
+            let storage = state.storage
+            let result: R
+            let rotated: RecordCipher
+            do throws(VaultError) {
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths), state.slotID)
+            } catch .integrityFailure(let what) {
+                // Another rotation may have committed since the look above (as in `withStore`).
+                guard try Vault.followRotation(&state, force: true) == .rekeyed, let rekeyed = state.cipher else {
+                    if state.cipher == nil { throw .locked }
+                    throw .integrityFailure(what)
+                }
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: rekeyed, naming: .paths), state.slotID)
+            }
+            state.cipher = rotated
+            state.verifiedHeaderMAC = try storage.header()?.mac ?? []
+            state.checkedToken = nil
+            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
+            state.logSealer = try AccessLogKeys(cipher: rotated).sealer
+            state.searchKey = nil
+            if let member = state.member, try !storage.memberSlots().contains(where: { $0.publicKey == member.publicKey.bytes }) {
+                // A member who removed themselves keeps nothing of the new key.
+                state.cipher = nil
+                state.member = nil
+                state.logSealer = nil
+                state.shutOut = true
+            }
+            return result
+        }
+    }
+
+    /// Runs `append` in a durable write unseen by the change token, with `given` (or, when it
+    /// is none or one a rotation replaced, the log sealer of the current master key): inside the write the header
+    /// MAC is compared with the one verified, so a batch is never sealed to a key that a
+    /// rotation committed just before replaced. Then the rotation is followed and `append`
+    /// runs once more; a vault shut out by a rotation logs nothing (`.locked`).
+    func appendingToLog(given: AccessLogSealer?, _ append: (any VaultStorage, AccessLogSealer) throws(VaultError) -> Void) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            try Vault.followRotation(&state, force: false)
+            for attempt in 0..<2 {
+                let current = state.logSealer
+                let chosen = given.flatMap { state.replacedLogKeys.contains($0.publicKey) ? nil : $0 } ?? current
+                guard !state.shutOut, let sealer = chosen else { throw .locked }
+                let storage = state.storage
+                let expected = state.verifiedHeaderMAC
+                let appended = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> Bool in
+                    // Before a key was here there is no MAC to compare: `given` was derived then.
+                    let stored = try storage.header()?.mac
+                    guard expected.isEmpty || stored == expected else { return false }
+                    try append(storage, sealer)
+                    return true
+                }
+                if appended { return }
+                if attempt == 0 { try Vault.followRotation(&state, force: true) }
+            }
+            throw .locked
         }
     }
 
@@ -330,6 +545,7 @@ public final class Vault: Sendable {
     func searching(unlocked: (NodeStore) throws(VaultError) -> [NodeID],
                    locked: (any VaultStorage, AttributeSearchKey) throws(VaultError) -> [NodeID]) throws(VaultError) -> [NodeID] {
         try state.withLock { (state) throws(VaultError) -> [NodeID] in
+            try Vault.followRotation(&state, force: false)
             let storage = state.storage
             if let cipher = state.cipher, cipher.holdsEveryKey {
                 let store = NodeStore(storage: storage, cipher: cipher)

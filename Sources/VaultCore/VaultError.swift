@@ -48,6 +48,13 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A this-device-only item whose content does not open with this machine's host key:
     /// sealed on another machine (or damaged). Names the item.
     case otherDevice(String)
+    /// A passphrase was offered to a vault that has member slots only (a team vault made by a member).
+    case memberKeyRequired
+    /// Removing the named member would leave the vault with no key slot at all.
+    case noKeySlotLeft(String)
+    /// A this-device-only class for an item or a default in a vault with members, or a member
+    /// added to a vault that holds such items; says which.
+    case thisDeviceOnlyInTeamVault(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -118,6 +125,13 @@ extension VaultError: CustomStringConvertible {
         case .otherDevice(let what):
             return "\(what): this item is this-device-only and cannot be read on this machine: it was sealed with another "
                 + "machine's host key (this machine's is \(HostKey.path)), or its record was damaged"
+        case .memberKeyRequired:
+            return "this vault opens only with a member key: use --member (or --member-key FILE)"
+        case .noKeySlotLeft(let name):
+            return "removing member \(name) would leave no way to open the vault (no other member, and no passphrase "
+                + "slot it could keep); add another member first"
+        case .thisDeviceOnlyInTeamVault(let what):
+            return what
         }
     }
 }

@@ -50,9 +50,9 @@ import Testing
         let alice = try member(scratch, "alice")
         try vault.addMember(name: "alice", publicKey: alice.publicKey)
         _ = try Vault.open(at: scratch.vaultPath, member: alice)
-        try vault.removeMember(name: "alice")
+        _ = try vault.removeMember(name: "alice", passphrase: secret(passphrase))
         #expect(throws: VaultError.notAMember(alice.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: alice) }
-        #expect(throws: VaultError.notFound("member alice")) { try vault.removeMember(name: "alice") }
+        #expect(throws: VaultError.notFound("member alice")) { try vault.removeMember(name: "alice", passphrase: secret(passphrase)) }
         #expect(try vault.keySlots() == [.passphrase(id: 1)])
     }
 

@@ -72,6 +72,8 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput
         case .noSuchRule: .notFound
         case .otherDevice: .otherDevice
+        case .memberKeyRequired: .wrongPassphrase
+        case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput
         }
     }
 

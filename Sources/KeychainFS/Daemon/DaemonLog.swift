@@ -23,6 +23,7 @@ enum DaemonLog {
         case stopped
         case lockedWhenIdle(seconds: Int)
         case lockedBySIGUSR1
+        case lockedByRotation
         case lockedByLogind(ScreenLockWatcher.Cause)
         case logindUnreachable(String)
         case logindSessionUnknown
@@ -58,7 +59,7 @@ enum DaemonLog {
             case .changeListenerLost: LOG_WARNING
             case .changeListenerRestored: LOG_NOTICE
             case .lockedByLogind, .logindUnreachable, .logindSessionUnknown: LOG_NOTICE
-            case .lockedWhenIdle, .lockedBySIGUSR1, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
+            case .lockedWhenIdle, .lockedBySIGUSR1, .lockedByRotation, .deadMountCleared, .staleRecordReplaced: LOG_NOTICE
             case .refused, .ptraceUnrestricted, .accessDenied: LOG_WARNING
             case .confirmation: LOG_NOTICE
             case .accessRulesRefused: LOG_ERR
@@ -76,6 +77,9 @@ enum DaemonLog {
                 "locked after \(seconds) s without access"
             case .lockedBySIGUSR1:
                 "locked on SIGUSR1"
+            case .lockedByRotation:
+                "locked: another process rotated the vault's master key (member remove) and this mount cannot follow "
+                    + "(opened with a passphrase whose slot was dropped or rewrapped elsewhere, or its member was removed); unlock to open it again"
             case .lockedByLogind(.sessionLocked):
                 "locked: logind locked the session"
             case .lockedByLogind(.lockedHint):
@@ -177,6 +181,7 @@ enum DaemonLog {
     static func stopped() { record(.stopped) }
     static func lockedWhenIdle(seconds: Int) { record(.lockedWhenIdle(seconds: seconds)) }
     static func lockedBySIGUSR1() { record(.lockedBySIGUSR1) }
+    static func lockedByRotation() { record(.lockedByRotation) }
     static func lockedByLogind(_ cause: ScreenLockWatcher.Cause) { record(.lockedByLogind(cause)) }
     static func logindUnreachable(_ why: String) { record(.logindUnreachable(why)) }
     static func logindSessionUnknown() { record(.logindSessionUnknown) }

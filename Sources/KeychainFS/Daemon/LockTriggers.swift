@@ -38,6 +38,23 @@ enum LockTriggers {
         }
     }
 
+    /// Locks the mount once a rotation of the master key by another process (`member remove`)
+    /// shuts its vault out (opened with a passphrase, or by the member removed): its requests
+    /// already fail with EACCES, and this makes the mount's own state, `status` and the wipe of
+    /// open items' plaintext follow within a second. A member's mount follows a rotation by
+    /// itself and is never locked by one.
+    static func lockWhenRotatedAway(_ fileSystem: FileSystem) {
+        HelperThread.start {
+            while true {
+                sleep(1)
+                if !fileSystem.isLocked, (try? fileSystem.vault.followRotation()) == true {
+                    fileSystem.lock()
+                    DaemonLog.lockedByRotation()
+                }
+            }
+        }
+    }
+
     /// "30s", "15m", "1h", "1h30m", or plain seconds.
     static func parseDuration(_ text: String) -> Int? {
         if let seconds = Int(text), seconds > 0 { return seconds }

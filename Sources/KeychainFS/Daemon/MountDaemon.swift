@@ -131,6 +131,7 @@ enum MountDaemon {
         }
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
+        LockTriggers.lockWhenRotatedAway(fileSystem)
         if request.lockOnScreenLock { ScreenLockWatcher.start(fileSystem) }
         do throws(FUSESession.MountFailure) {
             try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions)

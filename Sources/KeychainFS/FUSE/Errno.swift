@@ -28,6 +28,8 @@ extension VaultError {
         case .noSuchRule: return ENOENT
         // Like a locked item: this machine may not read it.
         case .otherDevice: return EACCES
+        case .memberKeyRequired: return EACCES
+        case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: return EINVAL
         }
     }
 }

@@ -154,6 +154,7 @@ struct NodeStore {
         let place = try allocatePlace()
         var chosen = AccessibilityClass.whenUnlocked
         if let accessibility { chosen = accessibility } else { chosen = try defaultClass(below: parent) }
+        try checkClassAllowed(chosen, for: describe(parent.id, appending: name))
         let sealed = try cipher.sealContent(content, place, generation: 1, accessibility: chosen)
         if chosen == .afterFirstUnlock { try resealAncestorsInCurrentLayout(from: parent.id) }
         return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed,
@@ -197,6 +198,7 @@ struct NodeStore {
     func changeClass(of record: NodeRecord, to accessibility: AccessibilityClass, at time: Timestamp) throws(VaultError) -> NodeAttributes {
         var attributes = record.attributes
         guard attributes.accessibility != accessibility else { return attributes }
+        try checkClassAllowed(accessibility, for: describe(record.id))
         var content = try content(of: record)
         attributes.accessibility = accessibility
         attributes.changed = max(time, attributes.changed)
@@ -210,6 +212,7 @@ struct NodeStore {
 
     /// Sets or clears (nil) a dictionary's default class.
     func changeDefaultClass(of record: NodeRecord, to defaultClass: AccessibilityClass?, at time: Timestamp) throws(VaultError) -> NodeAttributes {
+        try checkClassAllowed(defaultClass, for: describe(record.id))
         var attributes = record.attributes
         attributes.defaultClass = defaultClass
         attributes.changed = max(time, attributes.changed)

@@ -72,6 +72,9 @@ protocol VaultStorage: AnyObject, Sendable {
     /// Every slot, by id.
     func keySlots() throws(VaultError) -> [KeySlotRow]
     func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError)
+    /// Whether there was such a slot (a rotation drops the passphrase slots it cannot rewrap).
+    @discardableResult
+    func deleteKeySlot(id: Int64) throws(VaultError) -> Bool
 
     // MARK: member slots (format 6 on)
 
@@ -155,6 +158,9 @@ protocol VaultStorage: AnyObject, Sendable {
     /// that appends, since the number is sealed into the batch before it is stored.
     func nextAccessLogSequence() throws(VaultError) -> Int64
     func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError)
+    /// Replaces the sealed bytes of batch `sequence` (its clear columns stay): a rotation seals
+    /// the same entries to the new log key.
+    func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError)
     /// Batches whose `lastTime` is at or after `since` (every batch for nil) and whose sequence
     /// is above `afterSequence`, by sequence. Rows the storage cannot read come as `.malformed`.
     func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch]

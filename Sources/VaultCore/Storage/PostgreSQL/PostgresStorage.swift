@@ -218,6 +218,10 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
+    func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM key_slots WHERE vault = $1 AND id = $2", [name, .integer(id)]) > 0
+    }
+
     // MARK: member slots
 
     func memberSlots() throws(VaultError) -> [MemberSlotRow] {
@@ -475,6 +479,10 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         try db.run("INSERT INTO access_log (vault, sequence, first_time, last_time, entries, sealed) VALUES ($1, $2, $3, $4, $5, $6)", [
             name, .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .bytes(row.sealed),
         ])
+    }
+
+    func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE access_log SET sealed = $3 WHERE vault = $1 AND sequence = $2", [name, .integer(sequence), .bytes(sealed)])
     }
 
     func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {

@@ -157,6 +157,10 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
+    func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM key_slots WHERE id = ?", [.integer(id)]) > 0
+    }
+
     // MARK: member slots
 
     func memberSlots() throws(VaultError) -> [MemberSlotRow] {
@@ -411,6 +415,10 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try db.run("INSERT INTO access_log (sequence, first_time, last_time, entries, sealed) VALUES (?, ?, ?, ?, ?)", [
             .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .blob(row.sealed),
         ])
+    }
+
+    func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
+        try db.run("UPDATE access_log SET sealed = ? WHERE sequence = ?", [.blob(sealed), .integer(sequence)])
     }
 
     func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
