@@ -20,6 +20,17 @@ import Testing
         return (code, Date().timeIntervalSince(start))
     }
 
+    /// A new vault in a new database of `server`, mounted by a foreground daemon whose stderr
+    /// goes to `logFile`.
+    static func mounted(_ server: PostgresServer, database: String) throws
+        -> (vault: CLIFixture, mountpoint: String, logFile: String, daemon: ForegroundDaemon) {
+        let vault = try CLIFixture(vault: boundedURI(try server.createDatabase(database)))
+        let mountpoint = vault.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let logFile = vault.directory + "/daemon.stderr"
+        return (vault, mountpoint, logFile, try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile))
+    }
+
     static func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
         let start = Date()
         let value = try body()
@@ -28,11 +39,7 @@ import Testing
 
     @Test func aServerStoppedAndStartedMidWriteLosesNothingAcknowledgedAndTheMountRecovers() throws {
         let server = try PostgresServer()
-        let vault = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("faults")))
-        let mountpoint = vault.directory + "/mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let logFile = vault.directory + "/daemon.stderr"
-        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile)
+        let (vault, mountpoint, logFile, daemon) = try PostgresFaultTests.mounted(server, database: "faults")
         func log() -> String { procText(logFile) }
 
         // A descriptor that wrote before the server went: its close must report the loss.
@@ -85,11 +92,7 @@ import Testing
 
     @Test func aServerThatStopsAnsweringFailsACallWithinTheTimeout() throws {
         let server = try PostgresServer()
-        let vault = try CLIFixture(vault: PostgresFaultTests.boundedURI(try server.createDatabase("silent")))
-        let mountpoint = vault.directory + "/mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let logFile = vault.directory + "/daemon.stderr"
-        let daemon = try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile)
+        let (vault, mountpoint, logFile, daemon) = try PostgresFaultTests.mounted(server, database: "silent")
         #expect(ItemWriter.writeItem(mountpoint + "/before", "before") == nil)
         let held = open(mountpoint + "/held", O_CREAT | O_WRONLY, 0o600)
         #expect(held >= 0)
