@@ -78,11 +78,8 @@ extension Vault {
 
     /// While locked: after-first-unlock items only.
     public func item(_ id: NodeID) throws(VaultError) -> ItemSnapshot {
-        try reading(whileLocked: true) { (store) throws(VaultError) -> ItemSnapshot in
-            let record = try store.existingRecord(id)
-            guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
-            return ItemSnapshot(node: record.node, content: try store.content(of: record))
-        }
+        // The row and its content come from one snapshot (`nodeAndContent`).
+        try withStore(whileLocked: true) { (store) throws(VaultError) -> ItemSnapshot in try store.item(id) }
     }
 
     /// Creates an item; fails if the name is taken. `durable: false` is for a caller that will

@@ -90,6 +90,39 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
         #expect(throws: VaultError.self) { try vault.read(path("app/pw")) }
     }
 
+    /// The daemon's open reads a row and its content in one statement (`Vault.item`): the
+    /// content must still be authenticated against that row's place, version and kind.
+    @Test func openByNodeRejectsAnotherRowsOrAnOlderOrAMissingContent() throws {
+        let scratch = Scratch()
+        let vault = try makePopulated(scratch)
+        let token = try vault.node(at: path("app/token")).id
+        let pw = try vault.node(at: path("app/pw")).id
+        let app = try vault.node(at: path("app")).id
+        #expect(try vault.item(token).content.testBytes == Array("token-value".utf8))
+        func expectIntegrityFailure(_ id: NodeID, _ what: String) throws {
+            let reopened = try reopen(scratch)
+            do throws(VaultError) {
+                _ = try reopened.item(id)
+                Issue.record("\(what) was served")
+            } catch .integrityFailure {
+            } catch {
+                Issue.record("\(what) failed with \(error), not an integrity failure")
+            }
+        }
+        let original = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(token.rawValue)")[0].1 }
+        let other = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(pw.rawValue)")[0].1 }
+        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, other) }
+        try expectIntegrityFailure(token, "another row's content")
+        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, original) }
+        try vault.store(secret("newer-token"), at: path("app/token"))
+        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, original) }
+        try expectIntegrityFailure(token, "an older content of the row")
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET content = NULL WHERE id = \(token.rawValue)") }
+        try expectIntegrityFailure(token, "an item without content")
+        #expect(throws: VaultError.isADictionary("node \(app)")) { try reopen(scratch).item(app) }
+        #expect(throws: VaultError.notFound("node \(NodeID(999_999))")) { try reopen(scratch).item(NodeID(999_999)) }
+    }
+
     @Test func rowMovedToAnotherDictionaryIsReported() throws {
         let scratch = Scratch()
         let vault = try makePopulated(scratch)

@@ -129,8 +129,20 @@ struct NodeStore {
     }
 
     func content(of record: NodeRecord) throws(VaultError) -> SecureBuffer {
+        try content(of: record, sealed: try storage.sealedContent(of: record.id))
+    }
+
+    /// The item `id` and its content, read in one storage call: what an open needs.
+    func item(_ id: NodeID) throws(VaultError) -> Vault.ItemSnapshot {
+        guard let (row, sealed) = try storage.nodeAndContent(id) else { throw .notFound(id == .root ? "/" : "node \(id)") }
+        let record = try authenticate(row).0
+        guard record.kind == .item else { throw .isADictionary(describe(id)) }
+        return Vault.ItemSnapshot(node: record.node, content: try content(of: record, sealed: sealed))
+    }
+
+    private func content(of record: NodeRecord, sealed: [UInt8]?) throws(VaultError) -> SecureBuffer {
         let accessibility = record.attributes.accessibility
-        guard let sealed = try storage.sealedContent(of: record.id) else { throw .integrityFailure(describe(record.id)) }
+        guard let sealed else { throw .integrityFailure(describe(record.id)) }
         guard let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
                                                    expectedCount: record.attributes.size, accessibility: accessibility) else {
             // Another host key and a damaged record look the same to the cipher; the class

@@ -102,6 +102,9 @@ protocol VaultStorage: AnyObject, Sendable {
     func itemCount() throws(VaultError) -> Int
     /// nil when the node has no content (or does not exist).
     func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]?
+    /// A node's row and its sealed content (nil for a dictionary), from one snapshot; nil when
+    /// there is no such node. What an open reads.
+    func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)?
 
     /// `sealedContent` is nil for dictionaries.
     func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError)
@@ -176,6 +179,14 @@ protocol VaultStorage: AnyObject, Sendable {
 }
 
 extension VaultStorage {
+    /// Two reads in one read transaction; a storage that can read both in one statement does.
+    func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
+        try read { () throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? in
+            guard let row = try node(id) else { return nil }
+            return (row, try sealedContent(of: id))
+        }
+    }
+
     func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try write(durability, seenByChangeToken: true, body)
     }
