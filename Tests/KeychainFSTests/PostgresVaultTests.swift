@@ -83,6 +83,12 @@ import Testing
         let status = try run(keychainfsBinary, ["status", mount.mountpoint])
         #expect(status.exitStatus == .success && status.stdoutText.contains("postgresql://postgres@/shown"), "\(status.stdoutText)")
         #expect(!status.stdoutText.contains("hunter2-canary"))
+        // Nor the daemon's command line, which every local user may read for as long as it runs.
+        let daemon = try run(keychainfsBinary, ["status", "--json", mount.mountpoint]).stdoutText
+        let pid = try #require(daemon.split(separator: ",").first { $0.contains("\"pid\"") }?.split(separator: ":").last
+            .flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        let commandLine = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")), as: UTF8.self)
+        #expect(commandLine.contains("keychainfs") && !commandLine.contains("hunter2-canary"), "\(commandLine)")
         let remounted = try { () throws -> RunResult in
             try mount.unmount()
             return try mount.mount()
@@ -93,6 +99,15 @@ import Testing
                                                      "--kdf", "interactive"])
         #expect(initialized.exitStatus == .success && !(initialized.stdoutText + initialized.stderr).contains("hunter2-canary"),
                 "\(initialized.stdoutText) \(initialized.stderr)")
+        // libpq takes a password as a query parameter too.
+        let inQuery = plain + "&password=hunter2-canary#fourth"
+        for command in [["init", "--kdf", "interactive"], ["init", "--kdf", "interactive"]] {  // made, then taken
+            let result = try run(keychainfsBinary, command + ["--vault", inQuery, "--passphrase-file", mount.cli.passphraseFile])
+            #expect(!(result.stdoutText + result.stderr).contains("hunter2-canary"), "\(result.stdoutText) \(result.stderr)")
+            #expect((result.stdoutText + result.stderr).contains("#fourth"), "\(result.stdoutText) \(result.stderr)")
+        }
+        let taken = try run(keychainfsBinary, ["init", "--vault", inQuery, "--passphrase-file", mount.cli.passphraseFile])
+        #expect(taken.exitStatus == .alreadyExists && taken.stderr.contains("a vault of that name already exists"), "\(taken.stderr)")
     }
 
     /// Members' slots live in the database too: a member added with the vault's passphrase
