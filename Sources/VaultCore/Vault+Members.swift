@@ -81,6 +81,9 @@ extension Vault {
                 let passphraseSlots = try storage.keySlots()
                 let rewrapped = keepingOpenedSlot ? passphraseSlots.first { $0.id == openedSlot } : nil
                 guard !kept.isEmpty || rewrapped != nil else { throw .noKeySlotLeft(name) }
+                try store.cipher.withMasterKey { (master) throws(VaultError) in
+                    for slot in kept { try MemberSlot.check(slot, vaultID: store.cipher.vaultID, master: master) }
+                }
 
                 let master = try KeyDerivation.randomMasterKey()
                 let rotated = try RecordCipher(vaultID: store.cipher.vaultID, master: master)
