@@ -156,6 +156,8 @@ import Testing
         try server.sql("team", "INSERT INTO member_slots VALUES ('default', 'mallory', '\\x\(key)', '\\x\(String(repeating: "00", count: 200))')")
         let removed = try asMember(f, alice, ["member", "remove"], ["bob"])
         #expect(removed.exitStatus == .integrityFailure && removed.stderr.contains("member slot mallory"), "\(removed.stderr)")
+        let listed = try asMember(f, alice, ["member", "list"], [])
+        #expect(listed.exitStatus == .integrityFailure && !listed.stdoutText.contains("mallory"), "\(listed.stdoutText) \(listed.stderr)")
         let asMallory = try asMember(f, mallory, ["get"], ["team/key"])
         #expect(asMallory.exitStatus != .success && !asMallory.stdoutText.contains("before"), "\(asMallory.stdoutText)")
         #expect(try asMember(f, bob, ["get"], ["team/key"]).stdoutText == "before")
