@@ -76,10 +76,11 @@ enum BackgroundLaunch {
 
     /// This process's environment with KEYCHAINFS_VAULT naming `vault`.
     private static func environment(vault: String) -> [UnsafeMutablePointer<CChar>?] {
-        var entries: [UnsafeMutablePointer<CChar>?] = [strdup("KEYCHAINFS_VAULT=" + vault)]
+        let prefix = "KEYCHAINFS_VAULT="
+        var entries: [UnsafeMutablePointer<CChar>?] = [strdup(prefix + vault)]
         var entry = environ
         while let variable = entry.pointee {
-            if strncmp(variable, "KEYCHAINFS_VAULT=", 17) != 0 { entries.append(strdup(variable)) }
+            if strncmp(variable, prefix, prefix.utf8.count) != 0 { entries.append(strdup(variable)) }
             entry += 1
         }
         return entries
