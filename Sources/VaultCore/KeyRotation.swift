@@ -42,8 +42,9 @@ struct KeyRotation {
         return counts
     }
 
+    /// `what` names the record; the error's message says it failed authentication.
     private func refused(_ what: String) -> VaultError {
-        .integrityFailure("\(what), so the master key was not rotated (run `keychainfs verify`)")
+        .integrityFailure("\(what) (so the master key was not rotated; `keychainfs verify` lists what is damaged)")
     }
 
     /// Names get new tags (keyed hashes under the new tag key) and boxes; contents keep their
@@ -51,11 +52,11 @@ struct KeyRotation {
     private func resealNodes(_ counts: inout Counts) throws(VaultError) -> [NodeID: RecordPlace] {
         var places: [NodeID: RecordPlace] = [:]
         for stored in try storage.everyNode() {
-            guard case .row(let row, let hasContent) = stored else { throw refused("a malformed node row") }
+            guard case .row(let row, let hasContent) = stored else { throw refused("a node row (malformed)") }
             let place = RecordPlace(node: row.id, incarnation: row.incarnation)
             places[row.id] = place
             guard let attributes = try old.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
-                throw refused("record \(row.id.rawValue): attributes failed authentication")
+                throw refused("record \(row.id.rawValue): attributes")
             }
             let sealedAttributes = new.sealAttributes(attributes, place)
             if row.id == .root {
@@ -63,7 +64,7 @@ struct KeyRotation {
             } else {
                 guard let name = old.openName(row.sealedName, place, parent: row.parent),
                       old.tag(for: name, in: row.parent) == row.nameTag else {
-                    throw refused("record \(row.id.rawValue): name failed authentication")
+                    throw refused("record \(row.id.rawValue): name")
                 }
                 try storage.relink(row.id, to: row.parent, nameTag: new.tag(for: name, in: row.parent),
                                    sealedName: new.sealName(name, place, parent: row.parent), sealedAttributes: sealedAttributes)
@@ -73,7 +74,7 @@ struct KeyRotation {
             guard hasContent, let sealed = try storage.sealedContent(of: row.id),
                   let content = try old.openContent(sealed, place, generation: attributes.contentGeneration,
                                                     expectedCount: attributes.size, accessibility: attributes.accessibility) else {
-                throw refused("record \(row.id.rawValue): content failed authentication")
+                throw refused("record \(row.id.rawValue): content")
             }
             let resealed = try new.sealContent(content, place, generation: attributes.contentGeneration,
                                                accessibility: attributes.accessibility)
@@ -86,11 +87,11 @@ struct KeyRotation {
     /// Both tags change with the keys, so each row is replaced under its new tag.
     private func resealAttributes(_ places: [NodeID: RecordPlace], _ counts: inout Counts) throws(VaultError) {
         for stored in try storage.everyAttribute() {
-            guard case .row(let row) = stored, let place = places[row.node] else { throw refused("a malformed attribute row") }
+            guard case .row(let row) = stored, let place = places[row.node] else { throw refused("an attribute row (malformed)") }
             guard let name = old.openAttributeName(row.sealedName, place, tag: row.tag),
                   old.attributeTag(for: name, of: row.node) == row.tag,
                   let value = try old.openAttributeValue(row.sealedValue, place, tag: row.tag) else {
-                throw refused("record \(row.node.rawValue): an attribute failed authentication")
+                throw refused("record \(row.node.rawValue): an attribute")
             }
             let tag = new.attributeTag(for: name, of: row.node)
             let resealed = AttributeRow(node: row.node, tag: tag, searchTag: new.attributeSearchTag(name: name, value: value),
@@ -109,7 +110,7 @@ struct KeyRotation {
         var newRows: [(place: RecordPlace, sealed: [UInt8])] = []
         for row in try storage.ruleRows() {
             guard let place = places[row.node], let rules = try old.openRules(row.sealed, place) else {
-                throw refused("the access rules of record \(row.node.rawValue) failed authentication")
+                throw refused("the access rules of record \(row.node.rawValue)")
             }
             let sealed = try new.sealRules(rules, place)
             oldRows.append((place, row.sealed))
@@ -118,7 +119,7 @@ struct KeyRotation {
             counts.rules += 1
         }
         guard let stored = try storage.rulesMAC(), try old.rulesMACMatches(stored, oldRows) else {
-            throw refused("the access rules' MAC does not match them")
+            throw refused("the access rules' MAC")
         }
         try storage.setRulesMAC(new.rulesMAC(newRows))
     }
@@ -129,9 +130,9 @@ struct KeyRotation {
         let oldKeys = try AccessLogKeys(cipher: old)
         let newKeys = try AccessLogKeys(cipher: new)
         for stored in try storage.accessLogBatches(since: nil, afterSequence: nil) {
-            guard case .row(let row) = stored else { throw refused("a malformed access log batch") }
+            guard case .row(let row) = stored else { throw refused("an access log batch (malformed)") }
             guard case .success(let entries) = try oldKeys.open(row) else {
-                throw refused("access log batch \(row.sequence) failed authentication")
+                throw refused("access log batch \(row.sequence)")
             }
             let plain = try AccessLogBatch.encode(entries, vaultID: new.vaultID, sequence: row.sequence)
             try storage.replaceAccessLogBatch(sequence: row.sequence, sealed: newKeys.sealer.seal(plain))
@@ -142,7 +143,7 @@ struct KeyRotation {
     /// The header as stored, its MAC checked with the old key; the new one binds the same
     /// format version (`sealedAs`).
     private func checkedHeader() throws(VaultError) -> (itemSizeLimit: Int, sealedAs: Int?) {
-        guard let header = try storage.header() else { throw refused("the vault header is missing") }
+        guard let header = try storage.header() else { throw refused("the vault header (missing)") }
         let version = try storage.formatVersion()
         let sealedAs: Int? = version >= VaultFormat.oldestSealedVersion ? version : nil
         guard old.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) else {

@@ -12,21 +12,37 @@ extension Vault {
     public static let maximumMemberNameBytes = 64
 
     /// The vault's key slots, passphrase slots first; needs no key (the file shows them).
+    /// Unlocked, each member slot's MAC is checked as well: a row added by someone who may write
+    /// the tables but holds no key is an integrity failure, never listed as a member.
     public func keySlots() throws(VaultError) -> [VaultKeySlot] {
-        try withStorage { (storage) throws(VaultError) -> [VaultKeySlot] in
-            try storage.read { () throws(VaultError) -> [VaultKeySlot] in
-                var slots = try storage.keySlots().map { VaultKeySlot.passphrase(id: $0.id) }
-                // A vault opened locked may not be upgraded yet: it has no member slots.
-                guard try storage.formatVersion() >= VaultFormat.oldestWithMembers else { return slots }
-                for row in try storage.memberSlots() {
-                    guard let key = MemberPublicKey(bytes: row.publicKey) else {
-                        throw .integrityFailure("member slot (malformed public key)")
+        do throws(VaultError) {
+            return try reading { (store) throws(VaultError) -> [VaultKeySlot] in
+                try store.cipher.withMasterKey { (master) throws(VaultError) -> [VaultKeySlot] in
+                    try Vault.keySlots(in: store.storage) { (row) throws(VaultError) in
+                        try MemberSlot.check(row, vaultID: store.cipher.vaultID, master: master)
                     }
-                    slots.append(.member(name: String(decoding: row.name, as: UTF8.self), publicKey: key))
                 }
-                return slots
+            }
+        } catch .locked {
+            return try withStorage { (storage) throws(VaultError) -> [VaultKeySlot] in
+                try storage.read { () throws(VaultError) -> [VaultKeySlot] in try Vault.keySlots(in: storage) { _ in } }
             }
         }
+    }
+
+    private static func keySlots(in storage: any VaultStorage,
+                                 checking check: (MemberSlotRow) throws(VaultError) -> Void) throws(VaultError) -> [VaultKeySlot] {
+        var slots = try storage.keySlots().map { VaultKeySlot.passphrase(id: $0.id) }
+        // A vault opened locked may not be upgraded yet: it has no member slots.
+        guard try storage.formatVersion() >= VaultFormat.oldestWithMembers else { return slots }
+        for row in try storage.memberSlots() {
+            guard let key = MemberPublicKey(bytes: row.publicKey) else {
+                throw .integrityFailure("member slot (malformed public key)")
+            }
+            try check(row)
+            slots.append(.member(name: String(decoding: row.name, as: UTF8.self), publicKey: key))
+        }
+        return slots
     }
 
     /// Wraps the master key to `publicKey` in a new slot named `name`. Needs the vault unlocked
@@ -81,6 +97,9 @@ extension Vault {
                 let passphraseSlots = try storage.keySlots()
                 let rewrapped = keepingOpenedSlot ? passphraseSlots.first { $0.id == openedSlot } : nil
                 guard !kept.isEmpty || rewrapped != nil else { throw .noKeySlotLeft(name) }
+                try store.cipher.withMasterKey { (master) throws(VaultError) in
+                    for slot in kept { try MemberSlot.check(slot, vaultID: store.cipher.vaultID, master: master) }
+                }
 
                 let master = try KeyDerivation.randomMasterKey()
                 let rotated = try RecordCipher(vaultID: store.cipher.vaultID, master: master)

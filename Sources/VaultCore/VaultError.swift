@@ -87,7 +87,8 @@ extension VaultError: CustomStringConvertible {
         case .vaultNotFound(let path):
             return "\(path): no vault here (create one with `keychainfs init`)"
         case .vaultExists(let path):
-            return "\(path): a file already exists there; refusing to overwrite it"
+            let what = VaultLocation.isPostgreSQL(path) ? "a vault of that name" : "a file"
+            return "\(path): \(what) already exists there; refusing to overwrite it"
         case .notAVault(let path, let reason):
             return "\(path): not a KeychainFS vault (\(reason))"
         case .unknownFormatVersion(let found, let supported):

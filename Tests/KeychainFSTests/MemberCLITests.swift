@@ -110,5 +110,11 @@ import Testing
                           environment: environment)
         #expect(got.exitStatus == .success, "\(got.stderr)")
         #expect(got.stdoutText == "team secret")
+
+        // passwd has no passphrase to change for a member: it says so before asking for either
+        // (standard input is /dev/null: a prompt would fail as "not on a terminal" instead).
+        let passwd = try run(keychainfsBinary, ["passwd", "--vault", f.vault, "--member"], environment: environment)
+        #expect(passwd.exitStatus == .invalidInput && passwd.stderr.contains("member key"), "\(passwd.stderr)")
+        #expect(try f.cli(["get", "deploy/key"]).stdoutText == "team secret")
     }
 }

@@ -37,5 +37,18 @@ import Testing
         #expect(refused.exitStatus == .unusableVault, "\(refused.stderr)")
         #expect(refused.stderr.split(separator: "\n").count == 1)
         #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (2)"), "\(refused.stderr)")
+
+        // A number no keychainfs writes (set by hand) is refused by every command, init too
+        // (which upgrades first), and never indexes an upgrade step.
+        for edited in ["0", "-1"] {
+            try server.sql("old", "UPDATE keychainfs_schema SET version = \(edited)")
+            for arguments in [["ls", "--vault", uri], ["init", "--vault", uri + "#another", "--kdf", "interactive"]] {
+                let result = try run(keychainfsBinary, arguments + ["--passphrase-file", vault.passphraseFile])
+                #expect(result.exitStatus == .unusableVault && result.stderr.contains("a layout no keychainfs writes"),
+                        "layout \(edited), \(arguments[0]): \(result.status) \(result.stderr)")
+            }
+        }
+        try server.sql("old", "UPDATE keychainfs_schema SET version = 2")
+        #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
     }
 }

@@ -52,6 +52,62 @@ import Testing
         #expect(try run(keychainfsBinary, ["ls", "--vault", uri + "#never", "--passphrase-file", first.passphraseFile]).exitStatus == .unusableVault)
     }
 
+    /// Anyone with SQL access may edit the rows: contents swapped between items, a row deleted,
+    /// the next record id set back (it lies outside every MAC) are each an integrity failure,
+    /// in the CLI (its exit status, no plaintext in the message) and in a mount (EIO, and the
+    /// mount goes on serving what is intact).
+    @Test func rowsEditedInTheDatabaseAreIntegrityFailures() throws {
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("edited")
+        let mount = try MountFixture(vault: uri)
+        defer { mount.unmountQuietly() }
+        let f = mount.cli
+        #expect(try f.cli(["set", "first", "canary-one"]).exitStatus == .success)
+        #expect(try f.cli(["set", "second", "canary-two"]).exitStatus == .success)
+        #expect(try f.cli(["set", "intact", "still here"]).exitStatus == .success)
+        let ids = try server.sql("edited", "SELECT id FROM nodes WHERE id > 1 ORDER BY id").split(separator: "\n")
+        try #require(ids.count == 3)
+        let (first, second) = (ids[0], ids[1])
+        func expectIntegrityFailure(_ arguments: [String], _ what: String) throws {
+            let result = try f.cli(arguments)
+            #expect(result.exitStatus == .integrityFailure, "\(what): \(result.status) \(result.stderr)")
+            #expect(!result.stderr.contains("canary"), "\(what): \(result.stderr)")
+        }
+        func readErrno(_ path: String) -> Int32 {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return errno }
+            defer { close(fd) }
+            var byte: UInt8 = 0
+            return Glibc.read(fd, &byte, 1) < 0 ? errno : 0
+        }
+
+        try server.sql("edited", "CREATE TABLE kept AS SELECT * FROM nodes; CREATE TABLE kept_vaults AS SELECT * FROM vaults")
+        let restore = "UPDATE nodes SET content = kept.content FROM kept WHERE nodes.id = kept.id"
+        try server.sql("edited", """
+            UPDATE nodes SET content = (SELECT content FROM kept WHERE id = \(second)) WHERE id = \(first);
+            UPDATE nodes SET content = (SELECT content FROM kept WHERE id = \(first)) WHERE id = \(second)
+            """)
+        try expectIntegrityFailure(["get", "first"], "contents swapped")
+        try expectIntegrityFailure(["verify"], "contents swapped")
+        #expect(eventually { readErrno(mount.path("first")) == EIO }, "contents swapped: the mount did not say EIO")
+        try server.sql("edited", restore)
+
+        try server.sql("edited", "DELETE FROM nodes WHERE id = \(second)")
+        try expectIntegrityFailure(["verify"], "a row deleted")
+        try server.sql("edited", "INSERT INTO nodes SELECT * FROM kept WHERE id = \(second)")
+        #expect(try f.cli(["verify"]).exitStatus == .success)
+
+        for counter in ["-5", "0", "1"] {
+            try server.sql("edited", "UPDATE vaults SET next_node_id = \(counter)")
+            try expectIntegrityFailure(["set", "new-\(counter)", "value"], "next record id \(counter)")
+            #expect(writeFile(mount.path("new-\(counter)"), Array("value".utf8)) == EIO, "next record id \(counter)")
+            #expect(readFile(mount.path("intact")) == Array("still here".utf8), "next record id \(counter): the mount stopped")
+            try server.sql("edited", "UPDATE vaults SET next_node_id = kept_vaults.next_node_id FROM kept_vaults")
+        }
+        #expect(listing(mount.mountpoint).sorted() == ["first", "intact", "second"])
+        #expect(try f.cli(["verify"]).exitStatus == .success)
+    }
+
     @Test func anUnreachableServerIsNamedWithoutItsPassword() throws {
         let result = try run(keychainfsBinary, ["ls", "--vault", "postgresql://someone:hunter2@/nodb?host=/nonexistent",
                                                 "--passphrase-file", "/dev/null"])
@@ -83,6 +139,12 @@ import Testing
         let status = try run(keychainfsBinary, ["status", mount.mountpoint])
         #expect(status.exitStatus == .success && status.stdoutText.contains("postgresql://postgres@/shown"), "\(status.stdoutText)")
         #expect(!status.stdoutText.contains("hunter2-canary"))
+        // Nor the daemon's command line, which every local user may read for as long as it runs.
+        let daemon = try run(keychainfsBinary, ["status", "--json", mount.mountpoint]).stdoutText
+        let pid = try #require(daemon.split(separator: ",").first { $0.contains("\"pid\"") }?.split(separator: ":").last
+            .flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        let commandLine = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")), as: UTF8.self)
+        #expect(commandLine.contains("keychainfs") && !commandLine.contains("hunter2-canary"), "\(commandLine)")
         let remounted = try { () throws -> RunResult in
             try mount.unmount()
             return try mount.mount()
@@ -93,6 +155,15 @@ import Testing
                                                      "--kdf", "interactive"])
         #expect(initialized.exitStatus == .success && !(initialized.stdoutText + initialized.stderr).contains("hunter2-canary"),
                 "\(initialized.stdoutText) \(initialized.stderr)")
+        // libpq takes a password as a query parameter too.
+        let inQuery = plain + "&password=hunter2-canary#fourth"
+        for command in [["init", "--kdf", "interactive"], ["init", "--kdf", "interactive"]] {  // made, then taken
+            let result = try run(keychainfsBinary, command + ["--vault", inQuery, "--passphrase-file", mount.cli.passphraseFile])
+            #expect(!(result.stdoutText + result.stderr).contains("hunter2-canary"), "\(result.stdoutText) \(result.stderr)")
+            #expect((result.stdoutText + result.stderr).contains("#fourth"), "\(result.stdoutText) \(result.stderr)")
+        }
+        let taken = try run(keychainfsBinary, ["init", "--vault", inQuery, "--passphrase-file", mount.cli.passphraseFile])
+        #expect(taken.exitStatus == .alreadyExists && taken.stderr.contains("a vault of that name already exists"), "\(taken.stderr)")
     }
 
     /// Members' slots live in the database too: a member added with the vault's passphrase

@@ -126,6 +126,29 @@ import Testing
         #expect(try team.owner.cli(["get", "moved"]).stdoutText == "renamed!")
     }
 
+    /// Anyone who may connect to the database may NOTIFY on a vault's channel: ids no node has
+    /// (negative, zero, past Int64), garbage and the longest payload the server takes neither
+    /// crash nor stop a mount's follower, which still brings the next real change at once.
+    @Test func hostileNoticesLeaveTheMountsWorking() throws {
+        let team = try TeamVault()
+        #expect(writeFile(team.ann.path("watched"), Array("one".utf8)) == 0)
+        #expect(eventually { readFile(team.bob.path("watched")) == Array("one".utf8) })
+        let held = open(team.bob.path("watched"), O_RDONLY | O_CLOEXEC)
+        #expect(held >= 0)
+        defer { close(held) }
+        let channel = try team.sql("SELECT name FROM vaults").split(separator: "\n").first.map { "keychainfs_" + $0 } ?? ""
+        let longest = "x:" + Array(repeating: "-1", count: 2600).joined(separator: ",")
+        for payload in ["x:-5", "x:0", "x:1,-9223372036854775808", "x:99999999999999999999", "x:\u{7f}\\N", longest, ":", "x:1,2,3"] {
+            try team.sql("NOTIFY \(channel), '\(payload)'")
+        }
+        for member in [team.ann, team.bob] {
+            var looked = stat()
+            #expect(stat(member.path("watched"), &looked) == 0, "\(member.name)'s mount is gone: \(member.said)")
+        }
+        #expect(writeFile(team.ann.path("watched"), Array("two".utf8)) == 0)
+        #expect(secondsUntil(1) { readAll(held) == Array("two".utf8) } != nil, "the follower stopped: \(team.bob.said)")
+    }
+
     /// The listeners' backends are terminated: each daemon logs the loss and the recovery,
     /// and a change made afterwards still reaches a descriptor held open on the other mount.
     @Test func theListenerSurvivesADroppedConnection() throws {

@@ -140,6 +140,36 @@ import Testing
         }
     }
 
+    /// Anyone who may write the tables can add a slot row for a key of their own (a sealed box
+    /// needs only the public key): a rotation refuses to wrap the new master key to it, so the
+    /// forger, listed or not, opens nothing; the vault stays as it was.
+    @Test func aSlotForgedInTheDatabaseGetsNoKeyFromARotation() throws {
+        let server = try PostgresServer()
+        let f = try CLIFixture(create: false, vault: try server.createDatabase("team"))
+        let alice = try makeMember(f, "alice"), bob = try makeMember(f, "bob"), mallory = try makeMember(f, "mallory")
+        #expect(try run(keychainfsBinary, ["init", "--vault", f.vault, "--member-key", alice.key, "--name", "alice",
+                                           "--passphrase-file", alice.passphrase]).exitStatus == .success)
+        #expect(try asMember(f, alice, ["member", "add"], [bob.publicKey, "--name", bob.name]).exitStatus == .success)
+        #expect(try asMember(f, alice, ["set"], ["team/key", "before"]).exitStatus == .success)
+
+        let key = try #require(Data(base64Encoded: mallory.publicKey)).map { String(format: "%02x", $0) }.joined()
+        try server.sql("team", "INSERT INTO member_slots VALUES ('default', 'mallory', '\\x\(key)', '\\x\(String(repeating: "00", count: 200))')")
+        let removed = try asMember(f, alice, ["member", "remove"], ["bob"])
+        #expect(removed.exitStatus == .integrityFailure && removed.stderr.contains("member slot mallory"), "\(removed.stderr)")
+        let listed = try asMember(f, alice, ["member", "list"], [])
+        #expect(listed.exitStatus == .integrityFailure && !listed.stdoutText.contains("mallory"), "\(listed.stdoutText) \(listed.stderr)")
+        let asMallory = try asMember(f, mallory, ["get"], ["team/key"])
+        #expect(asMallory.exitStatus != .success && !asMallory.stdoutText.contains("before"), "\(asMallory.stdoutText)")
+        #expect(try asMember(f, bob, ["get"], ["team/key"]).stdoutText == "before")
+
+        // Gone from the table, the rotation goes ahead, and bob is out.
+        try server.sql("team", "DELETE FROM member_slots WHERE name = 'mallory'")
+        let retried = try asMember(f, alice, ["member", "remove"], ["bob"])
+        #expect(retried.exitStatus == .success, "\(retried.stderr)")
+        #expect(try asMember(f, bob, ["get"], ["team/key"]).exitStatus == .wrongPassphrase)
+        #expect(try asMember(f, alice, ["get"], ["team/key"]).stdoutText == "before")
+    }
+
     @Test func thisDeviceOnlyStaysOutOfAVaultWithMembers() throws {
         let f = try CLIFixture()
         let hostKey = ["KEYCHAINFS_HOST_KEY": f.directory + "/host.key"]

@@ -164,7 +164,11 @@ import Testing
                                  "SELECT rowid, sealed_master_key FROM member_slots", "SELECT id, wrapped_master_key FROM key_slots",
                                  "SELECT singleton, header_mac FROM vault", "SELECT sequence, sealed FROM access_log"]
         let before = withRawDatabase(scratch.vaultPath) { db in everySealedColumn.map { rawBlobs(db, $0).map { "\($0.0):\($0.1)" } } }
-        #expect(throws: VaultError.self) { try vault.removeMember(name: "bob", passphrase: secret(passphrase)) }
+        let refusal = #expect(throws: VaultError.self) { try vault.removeMember(name: "bob", passphrase: secret(passphrase)) }
+        // Says what failed, once, and that nothing was rotated.
+        let message = refusal?.description ?? ""
+        #expect(message.components(separatedBy: "failed authentication").count == 2 && message.contains("access log batch")
+                && message.contains("not rotated"), "\(message)")
         let after = withRawDatabase(scratch.vaultPath) { db in everySealedColumn.map { rawBlobs(db, $0).map { "\($0.0):\($0.1)" } } }
         #expect(before == after)
         #expect(before.allSatisfy { !$0.isEmpty })

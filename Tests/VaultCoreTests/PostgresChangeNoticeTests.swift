@@ -38,7 +38,8 @@ import Testing
     /// An empty payload (a writer that names nothing) or one that does not parse tells nothing
     /// precise: everything may have changed.
     @Test func anythingElseMeansEverything() {
-        for payload in ["", "ab12:1,x", "ab12:1,,2", "no colon"] {
+        for payload in ["", "ab12:1,x", "ab12:1,,2", "no colon", "ab12:-5", "ab12:0", "ab12:1,-9223372036854775808",
+                        "ab12:9223372036854775808", "ab12: 3"] {
             #expect(PostgresChangeNotice.change(in: payload, ownOrigin: "cd34") == .everything, "\(payload)")
         }
     }

@@ -23,6 +23,11 @@ struct ChangePassphrase: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
+            // Said before either passphrase is asked for: there would be nothing to change.
+            guard vault.resolvedMemberKeyPath == nil else {
+                throw .invalidArgument("passwd changes a vault passphrase; a member key opens the vault through its own slot, "
+                    + "which has none")
+            }
             let opened = try vault.openVault()
             let newPassphrase = try SecretInput.passphrase(file: newPassphraseFile, command: nil,
                                                            prompt: "New passphrase: ", confirm: true)

@@ -25,8 +25,11 @@ enum BackgroundLaunch {
         posix_spawn_file_actions_adddup2(&actions, ready.write, 3)
         posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
 
-        var arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4",
-                         "--vault", vaultPath, "--kdf", request.kdf.rawValue]
+        // A PostgreSQL URI may carry a password, and a process's arguments are anyone's to read
+        // (/proc/PID/cmdline) for as long as the mount lasts; its environment is its owner's only.
+        let vaultByEnvironment = VaultLocation.isPostgreSQL(vaultPath)
+        var arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4"]
+            + (vaultByEnvironment ? [] : ["--vault", vaultPath]) + ["--kdf", request.kdf.rawValue]
             + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
             + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
             + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
@@ -40,8 +43,11 @@ enum BackgroundLaunch {
         arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let daemonEnvironment = vaultByEnvironment ? environment(vault: vaultPath) : []
+        defer { daemonEnvironment.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
+        let rc = vaultByEnvironment ? posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, daemonEnvironment + [nil])
+                                    : posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
         close(ready.write)
         close(secret.read)
         guard rc == 0 else {
@@ -66,6 +72,18 @@ enum BackgroundLaunch {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: .mountFailure)
+    }
+
+    /// This process's environment with KEYCHAINFS_VAULT naming `vault`.
+    private static func environment(vault: String) -> [UnsafeMutablePointer<CChar>?] {
+        let prefix = "KEYCHAINFS_VAULT="
+        var entries: [UnsafeMutablePointer<CChar>?] = [strdup(prefix + vault)]
+        var entry = environ
+        while let variable = entry.pointee {
+            if strncmp(variable, prefix, prefix.utf8.count) != 0 { entries.append(strdup(variable)) }
+            entry += 1
+        }
+        return entries
     }
 
     private static func makePipe() throws(CommandFailure) -> (read: Int32, write: Int32) {

@@ -23,7 +23,7 @@ extension FileSystem {
             case .everything:
                 return Array(known.union([root]))
             case .nodes(let nodes):
-                return nodes.map { UInt64($0.rawValue) }.filter { known.contains($0) || $0 == root }
+                return nodes.compactMap { UInt64(exactly: $0.rawValue) }.filter { known.contains($0) || $0 == root }
             }
         }
         var entries: [(parent: UInt64, name: ItemName)] = []

@@ -101,6 +101,8 @@ struct VaultKeys: Sendable {
     enum ID: UInt64 {
         case content = 1, name = 2, tag = 3, header = 4, attributeTag = 5, attributeSearch = 6, rules = 7
         case afterFirstUnlockContent = 9, thisDeviceOnlyContent = 10, nodeAttributes = 11
+        /// Keys each member slot's MAC (`MemberSlot`): derived when a slot is made or checked.
+        case memberSlot = 12
     }
 
     /// When-unlocked contents, extended attribute values, and node attributes of layout 2 and

@@ -6,8 +6,36 @@ import CSodium
 /// a slot copied to another vault, renamed, or put under another key fails. (Anyone holding a
 /// public key can seal a box to it; a forged slot would carry a master key the vault's header
 /// MAC refuses.)
+///
+/// A box tells its owner only. Anyone who may write the slot rows could add one for a key of
+/// their own, and the next rotation would wrap the new master key to it: so each slot ends in
+/// a MAC of its binding under a subkey of the master key, which only a holder of the key can
+/// make, and a rotation wraps the new key only to slots whose MAC holds (`check`).
 enum MemberSlot {
     private static let purpose: [UInt8] = RecordCipher.formatTag + Array("member slot".utf8)
+    private static let macBytes = Int(crypto_generichash_BYTES)
+
+    private static func mac(of bound: [UInt8], master: borrowing SecureBuffer) throws(VaultError) -> [UInt8] {
+        let key = try KeyDerivation.subkey(VaultKeys.ID.memberSlot.rawValue, of: master)
+        var mac = [UInt8](repeating: 0, count: macBytes)
+        key.withUnsafeBytes { k in
+            _ = crypto_generichash(&mac, macBytes, bound, UInt64(bound.count), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+        }
+        return mac
+    }
+
+    /// Whether `row`'s MAC was made with `master`: a slot added outside keychainfs fails.
+    static func check(_ row: MemberSlotRow, vaultID: [UInt8], master: borrowing SecureBuffer) throws(VaultError) {
+        let name = String(decoding: row.name, as: UTF8.self)
+        guard let publicKey = MemberPublicKey(bytes: row.publicKey), row.sealedMasterKey.count > macBytes else {
+            throw .integrityFailure("member slot \(name) (malformed)")
+        }
+        let expected = try mac(of: binding(vaultID: vaultID, name: row.name, publicKey: publicKey), master: master)
+        let matches = expected.withUnsafeBytes { e in
+            row.sealedMasterKey.suffix(macBytes).withUnsafeBytes { sodium_memcmp(e.baseAddress!, $0.baseAddress!, macBytes) == 0 }
+        }
+        guard matches else { throw .integrityFailure("member slot \(name) (not added by a holder of the vault's key)") }
+    }
 
     private static func binding(vaultID: [UInt8], name: [UInt8], publicKey: MemberPublicKey) -> [UInt8] {
         var bound = purpose + vaultID + publicKey.bytes
@@ -25,7 +53,8 @@ enum MemberSlot {
         }
         if let failed { throw failed }
         let sealed = plain.withUnsafeBytes { publicKey.seal($0) }
-        return MemberSlotRow(name: name, publicKey: publicKey.bytes, sealedMasterKey: sealed)
+        let mac = try mac(of: bound, master: master)
+        return MemberSlotRow(name: name, publicKey: publicKey.bytes, sealedMasterKey: sealed + mac)
     }
 
     /// The master key in `row`, when it is sealed to `member`'s key; nil when it is another's.
@@ -36,15 +65,18 @@ enum MemberSlot {
         let count = KeyDerivation.masterKeyBytes + bound.count
         var plain = try SecureBuffer(capacity: count)
         let name = String(decoding: row.name, as: UTF8.self)
-        guard member.openSealedBox(row.sealedMasterKey, count: count, into: &plain) else {
+        guard row.sealedMasterKey.count > macBytes,
+              member.openSealedBox(Array(row.sealedMasterKey.dropLast(macBytes)), count: count, into: &plain) else {
             throw .integrityFailure("member slot \(name)")
         }
         let matches = plain.withUnsafeBytes { bytes in
             bound.withUnsafeBytes { sodium_memcmp(bytes.baseAddress! + KeyDerivation.masterKeyBytes, $0.baseAddress!, bound.count) == 0 }
         }
         guard matches else { throw .integrityFailure("member slot \(name) (bound to another vault, name or key)") }
-        return try plain.withUnsafeBytes { (bytes) throws(VaultError) in
+        let master = try plain.withUnsafeBytes { (bytes) throws(VaultError) in
             try SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: bytes.prefix(KeyDerivation.masterKeyBytes)))
         }
+        try check(row, vaultID: vaultID, master: master)
+        return master
     }
 }

@@ -155,10 +155,13 @@ struct NodeStore {
     // MARK: writes
 
     private func allocatePlace() throws(VaultError) -> RecordPlace {
-        RecordPlace.new(try storage.allocateNodeID())
+        let id = try storage.allocateNodeID()
+        // The counter lies outside every MAC, open to anyone who may write the tables: one set
+        // back must not hand out an id no record may have (a mount makes inodes of them).
+        guard id.rawValue > NodeID.root.rawValue else { throw .integrityFailure("vault header (next record id)") }
+        return RecordPlace.new(id)
     }
 
-    /// Adds an item under `parent`, whose entry count goes up by one.
     /// Adds an item under `parent`, whose entry count goes up by one. Its class is
     /// `accessibility`, or else the nearest default of `parent` and its ancestors.
     func insertItem(named name: ItemName, in parent: NodeRecord, mode: UInt32,

@@ -224,7 +224,8 @@ struct KeySlotRow {
 
 /// A member's key slot: the master key in a sealed box (`crypto_box_seal`) to the member's
 /// public key. The name and key are in clear for listing; the box binds both and the vault id
-/// (`MemberSlot`), so a slot renamed, given another key or copied to another vault fails.
+/// (`MemberSlot`), so a slot renamed, given another key or copied to another vault fails. After
+/// the box, a MAC under the master key: a slot made without the key (a row added by hand) fails.
 struct MemberSlotRow {
     /// UTF-8.
     let name: [UInt8]

@@ -39,7 +39,9 @@ struct PostgresChangeNotice {
         guard !list.isEmpty else { return .everything }
         var nodes: Set<NodeID> = []
         for part in list.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let id = Int64(part) else { return .everything }
+            // Anyone who may connect may NOTIFY: an id no node can have (ids start at 1) is
+            // as meaningless as garbage, and must never reach the inode arithmetic.
+            guard let id = Int64(part), id > 0 else { return .everything }
             nodes.insert(NodeID(id))
         }
         return .nodes(nodes)

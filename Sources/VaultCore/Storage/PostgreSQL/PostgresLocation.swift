@@ -55,15 +55,25 @@ struct PostgresLocation {
         return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), seconds)
     }
 
-    /// `scheme://user:password@host...` as `scheme://user@host...`.
+    /// `scheme://user:password@host...?password=...` as `scheme://user@host...`: libpq takes a
+    /// password in either place (and a client key's in `sslpassword`).
     private static func withoutPassword(_ uri: String) -> String {
         guard let colonSlashSlash = uri.firstIndex(of: ":") else { return uri }
         let authorityStart = uri.index(colonSlashSlash, offsetBy: 3, limitedBy: uri.endIndex) ?? uri.endIndex
         let rest = uri[authorityStart...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return uri }
-        return String(uri[..<authorityStart]) + authority[..<colon] + authority[at...] + rest[authorityEnd...]
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+            authority = authority[..<colon] + authority[at...]
+        }
+        var path = rest[authorityEnd...]
+        if let question = path.firstIndex(of: "?") {
+            let kept = path[path.index(after: question)...].split(separator: "&").filter {
+                !$0.hasPrefix("password=") && !$0.hasPrefix("sslpassword=")
+            }
+            path = path[..<question] + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+        }
+        return String(uri[..<authorityStart]) + authority + path
     }
 
     /// The LISTEN/NOTIFY channel of this vault's changes.

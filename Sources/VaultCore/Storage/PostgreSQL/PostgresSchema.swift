@@ -97,10 +97,15 @@ enum PostgresSchema {
     /// so a connection that missed NOTIFYs (while it was reconnecting) still sees a change.
     static let layout2 = "ALTER TABLE vaults ADD COLUMN change_count bigint NOT NULL DEFAULT 0"
 
-    /// The layout the database's tables have; 0 before any.
-    static func storedVersion(_ db: PostgresConnection) throws(VaultError) -> Int64 {
+    /// The layout the database's tables have; 0 before any. A number below 1 in the row was
+    /// put there by hand (keychainfs writes none): refused, as it would index no upgrade step.
+    static func storedVersion(_ db: PostgresConnection, at displayName: String) throws(VaultError) -> Int64 {
         guard try db.row("SELECT to_regclass('keychainfs_schema') IS NOT NULL")?.first?.integer == 1 else { return 0 }
-        return try db.row("SELECT version FROM keychainfs_schema WHERE singleton = 1")?.first?.integer ?? 0
+        guard let row = try db.row("SELECT version FROM keychainfs_schema WHERE singleton = 1") else { return 0 }
+        guard let stored = row.first?.integer, stored >= 1 else {
+            throw .notAVault(path: displayName, reason: "its PostgreSQL tables claim a layout no keychainfs writes")
+        }
+        return stored
     }
 
     static func refuseNewer(_ stored: Int64, at displayName: String) throws(VaultError) {
@@ -115,7 +120,7 @@ enum PostgresSchema {
     static func upgrade(_ db: PostgresConnection, at displayName: String) throws(VaultError) {
         try db.execute(lock)
         try db.execute(versionTable)
-        let stored = try storedVersion(db)
+        let stored = try storedVersion(db, at: displayName)
         try refuseNewer(stored, at: displayName)
         guard stored < version else { return }
         for step in steps[Int(stored)...] { try db.execute(step) }

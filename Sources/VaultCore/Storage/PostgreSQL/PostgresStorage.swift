@@ -45,7 +45,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         let location = try PostgresLocation(path)
         let db = try PostgresConnection(location: location)
         let storage = PostgresStorage(db: db, location: location)
-        let stored = try PostgresSchema.storedVersion(db)
+        let stored = try PostgresSchema.storedVersion(db, at: location.displayName)
         guard stored > 0 else { throw .vaultNotFound(location.displayName) }
         try PostgresSchema.refuseNewer(stored, at: location.displayName)
         if stored < PostgresSchema.version {
