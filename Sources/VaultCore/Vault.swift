@@ -155,7 +155,7 @@ public final class Vault: Sendable {
         guard version >= VaultFormat.oldestWithMembers else { throw .notAMember(member.publicKey.base64) }
         var unlockedMaster: SecureBuffer? = nil
         for slot in try storage.memberSlots() {
-            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member) {
+            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member, format: version) {
                 unlockedMaster = consume master
                 break
             }
@@ -415,7 +415,7 @@ public final class Vault: Sendable {
             return .unchanged
         }
         if let cipher = state.cipher, cipher.holdsEveryKey, let member = state.member, header.vaultID == cipher.vaultID,
-           let rekeyed = try? rekeyedCipher(storage, vaultID: header.vaultID, member: member),
+           let rekeyed = try? rekeyedCipher(storage, vaultID: header.vaultID, member: member, format: version),
            rekeyed.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
             state.cipher = rekeyed
             state.verifiedHeaderMAC = header.mac
@@ -434,9 +434,10 @@ public final class Vault: Sendable {
     }
 
     /// The cipher of the master key in `member`'s slot as stored now; nil when it has none.
-    private static func rekeyedCipher(_ storage: any VaultStorage, vaultID: [UInt8], member: MemberKey) throws(VaultError) -> RecordCipher? {
+    private static func rekeyedCipher(_ storage: any VaultStorage, vaultID: [UInt8], member: MemberKey,
+                                      format: Int) throws(VaultError) -> RecordCipher? {
         for slot in try storage.memberSlots() {
-            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member) {
+            if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member, format: format) {
                 return try RecordCipher(vaultID: vaultID, master: master)
             }
         }

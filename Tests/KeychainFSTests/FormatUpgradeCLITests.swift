@@ -1,4 +1,5 @@
 @testable import KeychainFS
+@testable import VaultCore
 import CSQLite
 import Foundation
 import Testing
@@ -41,7 +42,7 @@ private func formatVersion(_ file: String) -> Int64 {
         let token = try cli(vault, ["get", "app/token"])
         #expect(token.exitStatus == .success, "\(token.stderr)")
         #expect(token.stdoutText == "ghp_fixtureToken123")
-        #expect(formatVersion(vault) == 6)
+        #expect(formatVersion(vault) == Int64(VaultFormat.version))
         #expect(try cli(vault, ["get", "app/nested/deep/big"]).stdout == Data(repeating: 0x78, count: 5000))
         #expect(try cli(vault, ["get", "unicode/n\\xc3\\xa4me with spaces"]).stdoutText == "héllo wörld\n")
         #expect(try cli(vault, ["ls"]).stdoutText == "app/\nempty-dict/\ntop\nunicode/\n")
@@ -57,7 +58,7 @@ private func formatVersion(_ file: String) -> Int64 {
 
         let full = try cli(vault, ["get", "top"])
         #expect(full.exitStatus == .storage)
-        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to 6"), "\(full.stderr)")
+        #expect(full.stderr.contains("cannot upgrade the vault from format version 1 to \(VaultFormat.version)"), "\(full.stderr)")
         #expect(full.stderr.contains("still format version 1"), "\(full.stderr)")
         #expect(formatVersion(vault) == 1)
 
@@ -65,7 +66,7 @@ private func formatVersion(_ file: String) -> Int64 {
         let after = try cli(vault, ["get", "top"])
         #expect(after.exitStatus == .success, "\(after.stderr)")
         #expect(after.stdoutText == "root item")
-        #expect(formatVersion(vault) == 6)
+        #expect(formatVersion(vault) == Int64(VaultFormat.version))
     }
 
     /// A vault of 4 is upgraded (to 5 and on) before its first label is stored; `verify` then finds
@@ -77,7 +78,7 @@ private func formatVersion(_ file: String) -> Int64 {
 
         let label = try cli(vault, ["label", "app/token", "GitHub token"])
         #expect(label.exitStatus == .success, "\(label.stderr)")
-        #expect(formatVersion(vault) == 6)
+        #expect(formatVersion(vault) == Int64(VaultFormat.version))
         #expect(try cli(vault, ["label", "app/token"]).stdoutText == "GitHub token")
         #expect(try cli(vault, ["get", "app/token"]).stdoutText == "ghp_v4FixtureToken")
         #expect(try cli(vault, ["attr", "mail/work/password", "service"]).stdoutText == "mail")
@@ -89,10 +90,12 @@ private func formatVersion(_ file: String) -> Int64 {
         #expect(setBack.exitStatus == .integrityFailure)
         #expect(setBack.stderr.contains("the format version was set back to 4"), "\(setBack.stderr)")
 
-        setFormatVersion(vault, 7)
+        let next = VaultFormat.version + 1
+        setFormatVersion(vault, next)
         let newer = try cli(vault, ["get", "app/token"])
         #expect(newer.exitStatus == .unusableVault)
-        #expect(newer.stderr.contains("vault format version 7 is newer than this keychainfs supports (6)"), "\(newer.stderr)")
-        #expect(formatVersion(vault) == 7)
+        #expect(newer.stderr.contains("vault format version \(next) is newer than this keychainfs supports (\(VaultFormat.version))"),
+                "\(newer.stderr)")
+        #expect(formatVersion(vault) == Int64(next))
     }
 }

@@ -39,7 +39,7 @@ import Testing
             try reopen(scratch)
         }
         // Put back, it opens as it was.
-        withRawDatabase(scratch.vaultPath) { db in rawExec(db, "PRAGMA user_version = 6;") }
+        withRawDatabase(scratch.vaultPath) { db in rawExec(db, "PRAGMA user_version = \(VaultFormat.version);") }
         let reopened = try reopen(scratch)
         #expect(try reopened.property(.label, at: path("app/token"))?.testBytes == Array("GitHub token".utf8))
         #expect(try reopened.verify().isEmpty)

@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 6
+let currentFormat: Int64 = 7
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -424,7 +424,7 @@ private final class TinyFilesystem {
         let macBefore = headerMAC(scratch.vaultPath)
 
         let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
-        #expect(formatVersion(scratch.vaultPath) == 6)
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
         #expect(records(scratch.vaultPath) == before)
         #expect(headerMAC(scratch.vaultPath).count == macBefore.count && headerMAC(scratch.vaultPath) != macBefore)
         #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v5FixtureToken".utf8))
@@ -441,6 +441,34 @@ private final class TinyFilesystem {
         withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 5") }
         #expect(throws: VaultError.integrityFailure("vault header (the format version was set back to 5)")) {
             try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        }
+    }
+
+    /// 6 -> 7: each member slot gets its MAC, whether a member or a passphrase opens the vault
+    /// first; the member opens it before and after, and a slot then stripped of its MAC, or one
+    /// added without the master key, is refused.
+    @Test func aVersion6VaultsMemberSlotsGetTheirMACAt7() throws {
+        for openedBy in ["member", "passphrase"] {
+            let scratch = Scratch()
+            try copyFixture(to: scratch.vaultPath, version: 6)
+            #expect(formatVersion(scratch.vaultPath) == 6)
+            let slotLength = rawInteger(scratch.vaultPath, "SELECT length(sealed_master_key) FROM member_slots")
+            let ann = try MemberKey.open(at: fixtures + "/v6.member.key", passphrase: try fixturePassphrase())
+
+            let vault = openedBy == "member" ? try Vault.open(at: scratch.vaultPath, member: ann)
+                                             : try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+            #expect(formatVersion(scratch.vaultPath) == currentFormat)
+            #expect(rawInteger(scratch.vaultPath, "SELECT length(sealed_master_key) FROM member_slots") == slotLength + 32)
+            #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v6FixtureToken".utf8))
+            #expect(try vault.keySlots().count == 2)
+            #expect(try vault.verify().isEmpty)
+            #expect(try Vault.open(at: scratch.vaultPath, member: ann).read(path("app/token")).testBytes == Array("ghp_v6FixtureToken".utf8))
+
+            // Stripped of its MAC, the slot is what format 6 stored: at 7 it is refused.
+            withRawDatabase(scratch.vaultPath) {
+                rawExec($0, "UPDATE member_slots SET sealed_master_key = substr(sealed_master_key, 1, \(slotLength))")
+            }
+            #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, member: ann) }
         }
     }
 }

@@ -10,7 +10,9 @@ import CSodium
 /// A box tells its owner only. Anyone who may write the slot rows could add one for a key of
 /// their own, and the next rotation would wrap the new master key to it: so each slot ends in
 /// a MAC of its binding under a subkey of the master key, which only a holder of the key can
-/// make, and a rotation wraps the new key only to slots whose MAC holds (`check`).
+/// make, and a rotation wraps the new key only to slots whose MAC holds (`check`). Slots of
+/// format 6 have no MAC: the upgrade to 7 adds one to each (`withMAC`), trusting the slots the
+/// vault holds then, as format 6 did.
 enum MemberSlot {
     private static let purpose: [UInt8] = RecordCipher.formatTag + Array("member slot".utf8)
     private static let macBytes = Int(crypto_generichash_BYTES)
@@ -57,16 +59,27 @@ enum MemberSlot {
         return MemberSlotRow(name: name, publicKey: publicKey.bytes, sealedMasterKey: sealed + mac)
     }
 
+    /// A format 6 slot (`row`, no MAC yet) with its MAC appended, for the upgrade to format 7.
+    static func withMAC(_ row: MemberSlotRow, vaultID: [UInt8], master: borrowing SecureBuffer) throws(VaultError) -> MemberSlotRow {
+        guard let publicKey = MemberPublicKey(bytes: row.publicKey) else {
+            throw .integrityFailure("member slot \(String(decoding: row.name, as: UTF8.self)) (malformed)")
+        }
+        let mac = try mac(of: binding(vaultID: vaultID, name: row.name, publicKey: publicKey), master: master)
+        return MemberSlotRow(name: row.name, publicKey: row.publicKey, sealedMasterKey: row.sealedMasterKey + mac)
+    }
+
     /// The master key in `row`, when it is sealed to `member`'s key; nil when it is another's.
-    /// A slot of this key that is bound to another vault, name or key is an integrity failure.
-    static func open(_ row: MemberSlotRow, vaultID: [UInt8], member: MemberKey) throws(VaultError) -> SecureBuffer? {
+    /// A slot of this key that is bound to another vault, name or key is an integrity failure;
+    /// so is, from format 7 on, one whose MAC does not hold. `format` is the vault's version.
+    static func open(_ row: MemberSlotRow, vaultID: [UInt8], member: MemberKey, format: Int) throws(VaultError) -> SecureBuffer? {
         guard row.publicKey == member.publicKey.bytes else { return nil }
         let bound = binding(vaultID: vaultID, name: row.name, publicKey: member.publicKey)
         let count = KeyDerivation.masterKeyBytes + bound.count
         var plain = try SecureBuffer(capacity: count)
         let name = String(decoding: row.name, as: UTF8.self)
-        guard row.sealedMasterKey.count > macBytes,
-              member.openSealedBox(Array(row.sealedMasterKey.dropLast(macBytes)), count: count, into: &plain) else {
+        let hasMAC = format >= VaultFormat.oldestWithMemberSlotMACs
+        guard !hasMAC || row.sealedMasterKey.count > macBytes,
+              member.openSealedBox(hasMAC ? Array(row.sealedMasterKey.dropLast(macBytes)) : row.sealedMasterKey, count: count, into: &plain) else {
             throw .integrityFailure("member slot \(name)")
         }
         let matches = plain.withUnsafeBytes { bytes in
@@ -76,7 +89,7 @@ enum MemberSlot {
         let master = try plain.withUnsafeBytes { (bytes) throws(VaultError) in
             try SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: bytes.prefix(KeyDerivation.masterKeyBytes)))
         }
-        try check(row, vaultID: vaultID, master: master)
+        if hasMAC { try check(row, vaultID: vaultID, master: master) }
         return master
     }
 }

@@ -14,6 +14,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 4, run: upgradeTo4),
         FormatUpgrade(target: 5, run: upgradeTo5),
         FormatUpgrade(target: 6, run: upgradeTo6),
+        FormatUpgrade(target: 7, run: upgradeTo7),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -39,6 +40,21 @@ struct FormatUpgrade: Sendable {
     /// number keeps format 5 code, which knows nothing of members, from the vault.
     private static func upgradeTo6(_ store: NodeStore) throws(VaultError) {
         try sealFormatInHeader(store, as: 6)
+    }
+
+    /// 6 -> 7. Each member slot gets the MAC of its binding (`MemberSlot.withMAC`): the slots
+    /// there are now are trusted, as format 6 trusted them; from now on a slot added without the
+    /// master key is refused.
+    private static func upgradeTo7(_ store: NodeStore) throws(VaultError) {
+        let slots = try store.storage.memberSlots()
+        try store.cipher.withMasterKey { (master) throws(VaultError) in
+            for slot in slots {
+                let marked = try MemberSlot.withMAC(slot, vaultID: store.cipher.vaultID, master: master)
+                try store.storage.deleteMemberSlot(named: slot.name)
+                try store.storage.insertMemberSlot(marked)
+            }
+        }
+        try sealFormatInHeader(store, as: 7)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.

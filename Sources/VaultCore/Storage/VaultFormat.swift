@@ -11,7 +11,10 @@ enum VaultFormat {
     ///    refuses the vault as newer instead.
     /// 6: members' key slots (the master key sealed to a member's public key), a table of
     ///    their own; format 5 code would ignore them, so the number changes.
-    static let version = 6
+    /// 7: each member slot ends in a MAC of its binding under a subkey of the master key, so a
+    ///    slot written into the tables by someone without the key gets nothing at a rotation;
+    ///    format 6 code would take such slots for damage.
+    static let version = 7
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     static let oldestSealedVersion = 4
@@ -21,6 +24,8 @@ enum VaultFormat {
     static let oldestUpgradable = 1
     /// The first version with members' key slots.
     static let oldestWithMembers = 6
+    /// The first version whose member slots carry a MAC (`MemberSlot`).
+    static let oldestWithMemberSlotMACs = 7
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     static let applicationID: Int32 = 0x4B43_4653
 
