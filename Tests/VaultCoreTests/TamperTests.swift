@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 
 /// Reads everything reachable; every read must give the original bytes or an integrity failure.
 /// Returns whether any integrity failure was seen.
@@ -239,10 +239,12 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
     @Test func newerFormatVersionIsRefused() throws {
         let scratch = Scratch()
         _ = try makeVault(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 7") }
-        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try reopen(scratch) }
-        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try Vault.checkOpenable(at: scratch.vaultPath) }
-        #expect(throws: VaultError.unknownFormatVersion(found: 7, supported: 6)) { try Vault.openLocked(at: scratch.vaultPath) }
+        let newer = VaultFormat.version + 1
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = \(newer)") }
+        let refusal = VaultError.unknownFormatVersion(found: newer, supported: VaultFormat.version)
+        #expect(throws: refusal) { try reopen(scratch) }
+        #expect(throws: refusal) { try Vault.checkOpenable(at: scratch.vaultPath) }
+        #expect(throws: refusal) { try Vault.openLocked(at: scratch.vaultPath) }
     }
 
     @Test func filesThatAreNotVaultsGetClearErrors() throws {
