@@ -110,6 +110,16 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
     }
 
+    func syncCarriedCommits() throws(VaultError) {
+        // A transaction that took a transaction id writes a commit record, and a synchronous
+        // commit waits for the WAL flushed up to it, so every asynchronous commit before it is
+        // flushed too; one that took none writes and waits for nothing. No row changes, no
+        // NOTIFY. (PostgreSQL's walwriter would flush them anyway within 3 x wal_writer_delay.)
+        try transaction(begin: "BEGIN", durable: true, notify: false) { () throws(VaultError) in
+            _ = try db.row("SELECT txid_current()")
+        }
+    }
+
     func changeListener() -> VaultChangeListener? {
         VaultChangeListener(location: location, ownOrigin: origin)
     }
