@@ -101,6 +101,8 @@ for log_path in logs:
             if when is not None and (words[0] == "write" or when < killed_at - window):
                 must = index + 1
         matches = [n for n in range(must, len(prefixes)) if prefixes[n] == actual]
+        kept = [n for n in range(len(prefixes)) if prefixes[n] == actual]
+        print("%s: %d changes, the first %d must stay; the state is the one after %s" % (key, len(changes), must, kept[-1:] or "none"))
         if not matches and not (must < len(changes) and actual in in_flight_states(prefixes[-2], changes[-1][0])
                                 and changes[-1][1] is None):
             print("FAIL %s: holds no state after %d or more of its %d changes (the first %d were acknowledged more than %.3f s before the power went, or by a later close)"
