@@ -141,6 +141,29 @@ func dirtyPageCount(_ path: String) -> Int? {
         #expect(!FileManager.default.fileExists(atPath: m.path("f")))
     }
 
+    /// On PostgreSQL a namespace change commits with synchronous_commit off; fsync of its
+    /// directory flushes the server's WAL past it. The walwriter, which would flush it anyway,
+    /// waits 10 s here (its longest), so the flush seen is the fsync's.
+    @Test func fsyncOfADirectoryFlushesPostgreSQLsWAL() throws {
+        var options = PostgresServer.Options()
+        options.settings = ["wal_writer_delay=10000ms"]
+        let server = try PostgresServer(options)
+        let uri = try server.createDatabase("durable")
+        let m = try MountFixture(vault: uri)
+        defer { m.unmountQuietly() }
+        try m.unmount()
+        #expect(try m.mount(extra: Self.noLog + Self.longWindow).exitStatus == .success)
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        #expect(rename(m.path("d"), m.path("e")) == 0)
+        let committed = try server.sql("durable", "SELECT pg_current_wal_insert_lsn()").trimmingCharacters(in: .whitespacesAndNewlines)
+        let directory = open(m.mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        #expect(directory >= 0)
+        #expect(fsync(directory) == 0)
+        close(directory)
+        let flushed = try server.sql("durable", "SELECT pg_current_wal_flush_lsn() >= '\(committed)'::pg_lsn")
+        #expect(flushed.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
+    }
+
     @Test func syncIsAMountOption() throws {
         let translated = try MountHelperArguments.translate(["/v", "/m", "-o", "sync,passfile=/p"], subcommands: [])
         #expect(translated == ["mount", "--vault", "/v", "--sync", "--passphrase-file", "/p", "/m"])
