@@ -84,7 +84,8 @@ extension Vault {
 
     /// Creates an item; fails if the name is taken. `durable: false` is for a caller that will
     /// store the item again, durably, before it reports success to anyone (the mount's create,
-    /// whose close follows).
+    /// whose close follows), or make it durable within a bounded time (`syncCarriedCommits`).
+    /// The same holds for `durable: false` on the namespace changes below.
     public func createItem(named name: ItemName, in parent: NodeID, content: borrowing SecureBuffer,
                            mode: UInt32 = 0o600, durable: Bool = true) throws(VaultError) -> Node {
         try checkItemSize(content.count)
@@ -97,8 +98,9 @@ extension Vault {
         }
     }
 
-    public func makeDictionary(named name: ItemName, in parent: NodeID, mode: UInt32 = 0o700) throws(VaultError) -> Node {
-        try writing { (store) throws(VaultError) -> Node in
+    public func makeDictionary(named name: ItemName, in parent: NodeID, mode: UInt32 = 0o700,
+                               durable: Bool = true) throws(VaultError) -> Node {
+        try writing(durable: durable) { (store) throws(VaultError) -> Node in
             let dictionary = try store.dictionary(parent)
             guard try store.child(named: name, in: parent) == nil else {
                 throw .alreadyExists(store.describe(parent, appending: name))
@@ -135,8 +137,8 @@ extension Vault {
 
     /// chmod / utimens: each given value is stored, and the change time becomes now.
     public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil,
-                              accessed: Timestamp? = nil) throws(VaultError) -> Node {
-        try writing { (store) throws(VaultError) -> Node in
+                              accessed: Timestamp? = nil, durable: Bool = true) throws(VaultError) -> Node {
+        try writing(durable: durable) { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             var attributes = record.attributes
             if let mode { attributes.mode = mode & 0o7777 }
@@ -151,8 +153,8 @@ extension Vault {
     /// unlink (`kind == .item`) or rmdir (`kind == .dictionary`, which must be empty).
     /// Returns the removed node.
     @discardableResult
-    public func remove(named name: ItemName, in parent: NodeID, kind: NodeKind) throws(VaultError) -> NodeID {
-        try writing { (store) throws(VaultError) in
+    public func remove(named name: ItemName, in parent: NodeID, kind: NodeKind, durable: Bool = true) throws(VaultError) -> NodeID {
+        try writing(durable: durable) { (store) throws(VaultError) in
             let dictionary = try store.dictionary(parent)
             guard let record = try store.child(named: name, in: parent) else {
                 throw .notFound(store.describe(parent, appending: name))
@@ -168,8 +170,8 @@ extension Vault {
     /// Returns the node it replaced, if any.
     @discardableResult
     public func move(_ name: ItemName, from parent: NodeID, to newName: ItemName, in newParent: NodeID,
-                     replacing: Bool = true) throws(VaultError) -> NodeID? {
-        try writing { (store) throws(VaultError) in
+                     replacing: Bool = true, durable: Bool = true) throws(VaultError) -> NodeID? {
+        try writing(durable: durable) { (store) throws(VaultError) in
             try moveNode(store, name, from: parent, to: newName, in: newParent, replacing: replacing)
         }
     }

@@ -40,6 +40,9 @@ public final class Vault: Sendable {
         /// Log public keys a rotation replaced: a sealer a caller kept from before (the mount's
         /// log writer) is swapped for the current one, never used.
         var replacedLogKeys: Set<[UInt8]> = []
+        /// Whether a commit since the last durable one or sync was not synced
+        /// (`.carriedByNextDurableCommit`): what `syncCarriedCommits` has to do.
+        var unsynced = false
     }
 
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
@@ -362,13 +365,17 @@ public final class Vault: Sendable {
     /// Runs `body` with the node store while unlocked, inside the vault's mutex. While locked
     /// only operations marked `whileLocked` run (with the reduced cipher, which lets them reach
     /// dictionaries and after-first-unlock items only); every other one fails with `.locked`.
+    /// `markingUnsynced`, once `body` returned (its commit done), sets (true) or clears (false)
+    /// `State.unsynced` in the same hold of the mutex, so no sync can come in between.
     func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
+                                 markingUnsynced: Bool? = nil,
                                  _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         try state.withLock { (state) throws(VaultError) -> R in
             try Vault.followRotation(&state, force: false)
             guard let cipher = state.cipher, cipher.holdsEveryKey || whileLocked else { throw .locked }
+            let result: R
             do throws(VaultError) {
-                return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+                result = try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
             } catch .integrityFailure(let what) {
                 // A rotation may have committed between the look above and the body's snapshot;
                 // then the body failed whole (a write rolled back) and runs again with the new keys.
@@ -376,8 +383,10 @@ public final class Vault: Sendable {
                     if state.cipher == nil { throw .locked }
                     throw .integrityFailure(what)
                 }
-                return try body(NodeStore(storage: state.storage, cipher: rekeyed, naming: naming))
+                result = try body(NodeStore(storage: state.storage, cipher: rekeyed, naming: naming))
             }
+            if let markingUnsynced { state.unsynced = markingUnsynced }
+            return result
         }
     }
 
@@ -527,10 +536,25 @@ public final class Vault: Sendable {
 
     func writing<R: ~Copyable>(durable: Bool = true, naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore(naming: naming, whileLocked: whileLocked) { (store) throws(VaultError) -> R in
+        // A durable commit's sync took every earlier commit along.
+        try withStore(naming: naming, whileLocked: whileLocked, markingUnsynced: !durable) { (store) throws(VaultError) -> R in
             try store.storage.write(durable ? .durable : .carriedByNextDurableCommit) { () throws(VaultError) -> R in try body(store) }
         }
     }
+
+    /// Makes every change committed so far durable (those made with `durable: false` included),
+    /// without writing a record; nothing to do when none is pending. Works while locked. The
+    /// mount's fsync of a directory and its flusher (`CommitFlusher`) call it.
+    public func syncCarriedCommits() throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in
+            guard state.unsynced else { return }
+            try state.storage.syncCarriedCommits()
+            state.unsynced = false
+        }
+    }
+
+    /// Whether a change committed with `durable: false` is not yet known to be durable.
+    public var hasUnsyncedCommits: Bool { state.withLock { $0.unsynced } }
 
     func reading<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {

@@ -47,6 +47,13 @@ struct Mount: ParsableCommand {
           help: "Lock when logind (system bus) locks the session or the machine is about to sleep.")
     var lockOnScreenLock = false
 
+    @Flag(name: .customLong("sync"),
+          help: "Make every change durable before its call returns (mkdir, rmdir, unlink, rename, chmod too; by default within 50 ms or at fsync).")
+    var syncEveryChange = false
+
+    @Option(name: .customLong("sync-window-ms"), help: .private)
+    var syncWindowMilliseconds: Int?
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -70,6 +77,7 @@ struct Mount: ParsableCommand {
         if let confirmWith, confirmWith.allSatisfy(\.isWhitespace) {
             throw ValidationError("--confirm-with needs a command")
         }
+        if let syncWindowMilliseconds, syncWindowMilliseconds <= 0 { throw ValidationError("--sync-window-ms takes a number above 0") }
         if replace && !secretService { throw ValidationError("--replace goes with --secret-service") }
         guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
         if let unknown = kernelOptions.first(where: { !MountHelperArguments.kernelOptions.contains($0) }) {
@@ -93,6 +101,8 @@ struct Mount: ParsableCommand {
                                    secretService: secretService, replaceSecretService: replace,
                                    lockOnScreenLock: lockOnScreenLock)
         request.kernelOptions = kernelOptions
+        request.syncEveryChange = syncEveryChange
+        request.syncWindowMilliseconds = syncWindowMilliseconds
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

@@ -53,6 +53,10 @@ enum MountHelperArguments {
                     throw Refusal(message: "mount option \(name) takes a number, 0 or more, not '\(count)'")
                 }
                 mount += [name == "log_days" ? "--log-days" : "--log-entries", String(number)]
+            case "sync":
+                // mount(8)'s own word for it; async, the default, is ignored below.
+                guard value == nil else { throw Refusal(message: "mount option sync takes no value") }
+                mount.append("--sync")
             case "secret_service":
                 guard value == nil else { throw Refusal(message: "mount option secret_service takes no value") }
                 mount.append("--secret-service")

@@ -38,6 +38,7 @@ enum DaemonLog {
         case confirmation(ConfirmationAnswer, pid: pid_t)
         case accessRulesRefused(VaultError)
         case accessLogWriteFailed(VaultError, entries: Int)
+        case syncFailed(VaultError)
         case secretServiceStarted(uniqueName: String)
         case secretServiceEnded(BusConnection.Ended)
         case unlockPromptWithoutCommand
@@ -64,6 +65,7 @@ enum DaemonLog {
             case .confirmation: LOG_NOTICE
             case .accessRulesRefused: LOG_ERR
             case .storeFailedAtUnmount, .helperThreadFailed, .controlSocketStopped, .accessLogWriteFailed: LOG_ERR
+            case .syncFailed: LOG_ERR
             }
         }
 
@@ -110,6 +112,8 @@ enum DaemonLog {
             case .storeFailedAtUnmount(let error):
                 // The errno only: the error's description names the item.
                 "a write still open at unmount could not be stored and is lost: \(DaemonLog.errnoName(error.errno))"
+            case .syncFailed(let error):
+                "cannot make the last namespace changes durable (\(DaemonLog.errnoName(error.errno))); they are committed and are tried again at the next change, fsync or unmount"
             case .helperThreadFailed(let code):
                 "cannot start a helper thread (\(DaemonLog.errnoName(code))): the control socket or a lock trigger is not running"
             case .controlSocketStopped(let code):
@@ -199,6 +203,8 @@ enum DaemonLog {
 
     /// A batch of the access log could not be committed.
     static func accessLogWriteFailed(_ error: VaultError, entries: Int) { record(.accessLogWriteFailed(error, entries: entries)) }
+    /// The commit flusher's sync of namespace changes failed.
+    static func syncFailed(_ error: VaultError) { record(.syncFailed(error)) }
 
     static func secretServiceStarted(uniqueName: String) { record(.secretServiceStarted(uniqueName: uniqueName)) }
     static func secretServiceEnded(_ reason: BusConnection.Ended) { record(.secretServiceEnded(reason)) }

@@ -81,7 +81,11 @@ enum MountDaemon {
         let shown = VaultLocation.displayName(vaultPath)
         let announcement = (creating ? "created vault \(shown); " : "") + "mounted \(shown) at \(mountpoint)"
         let gate = try accessGate(vault, request: request, mountpoint: mountpoint, log: accessLog)
-        let fileSystem = FileSystem(vault: vault, gate: gate) {
+        let flusher = request.syncEveryChange ? nil
+            : CommitFlusher(vault: vault, window: request.syncWindowMilliseconds.map { .milliseconds($0) } ?? CommitFlusher.defaultWindow)
+        // Without its thread, nothing would bound the window: every change is durable at once.
+        if let flusher, !flusher.start() { DaemonLog.helperThreadFailed(errno: errno) }
+        let fileSystem = FileSystem(vault: vault, gate: gate, flusher: flusher?.isRunning == true ? flusher : nil) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             DaemonLog.started(vault: shown, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
@@ -115,6 +119,8 @@ enum MountDaemon {
             // still resolve their paths.
             accessLog?.stop()
             for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
+            // Namespace changes of the last window are made durable before the mount goes.
+            flusher?.stop()
             RuntimeState.remove(mountpoint: mountpoint)
             control.stop()
             // A mount that never came up is reported to the caller instead.

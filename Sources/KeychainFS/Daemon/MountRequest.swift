@@ -23,6 +23,11 @@ struct MountRequest {
     var kernelOptions: [String] = []
     /// Lock when logind says the session locked or the machine is about to sleep.
     var lockOnScreenLock = false
+    /// Every change durable before its call returns (`--sync`), mkdir, rmdir, unlink, rename,
+    /// chmod and utimens included; by default those are durable within `CommitFlusher`'s window.
+    var syncEveryChange = false
+    /// The flusher's window in milliseconds (tests set a long one to see a change not yet synced).
+    var syncWindowMilliseconds: Int? = nil
 }
 
 extension MountRequest {

@@ -40,7 +40,7 @@ enum FUSEOperations {
         ops.readdir = { req, ino, size, offset, fi in FUSEOperations.readdir(req, ino, size, offset, fi) }
         ops.readdirplus = { req, ino, size, offset, fi in FUSEOperations.readdirplus(req, ino, size, offset, fi) }
         ops.releasedir = { req, _, fi in FUSEOperations.releasedir(req, fi) }
-        ops.fsyncdir = { req, _, _, _ in fuse_reply_err(req, 0) }
+        ops.fsyncdir = { req, _, _, _ in FUSEOperations.fsyncdir(req) }
         ops.statfs = { req, _ in FUSEOperations.statfs(req) }
         ops.access = { req, ino, mask in FUSEOperations.access(req, ino, mask) }
         return ops
@@ -356,6 +356,13 @@ enum FUSEOperations {
     static func fsync(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
             try fs.sync(fi!.pointee.fh, caller)
+            fuse_reply_err(req, 0)
+        }
+    }
+
+    static func fsyncdir(_ req: fuse_req_t?) {
+        replying(req) { (fs, caller) throws(VaultError) in
+            try fs.syncDirectory(caller)
             fuse_reply_err(req, 0)
         }
     }

@@ -137,7 +137,8 @@ extension FileSystem {
                 let item = file?.item ?? state.openItems.item(id)
                 do throws(VaultError) {
                     let node = try vault.setAttributes(of: id, mode: mode.map { UInt32($0) & 0o7777 }, modified: modified,
-                                                       accessed: accessed)
+                                                       accessed: accessed, durable: flusher == nil)
+                    flusher?.changed()
                     if let item {
                         // Mode and times only: the item's content version stays the one its
                         // plaintext is, whatever another process stored meanwhile.

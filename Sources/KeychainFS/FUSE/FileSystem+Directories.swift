@@ -119,6 +119,12 @@ extension FileSystem {
         }
     }
 
+    /// fsync of a directory: its namespace changes, and every other before them, are durable
+    /// on return (the whole vault is one journal, so syncing one is syncing all).
+    func syncDirectory(_ caller: RequestContext) throws(VaultError) {
+        try flusher?.syncNow()
+    }
+
     func releaseDirectory(_ handle: UInt64) {
         state.withLock { $0.directories.close(handle) }
     }

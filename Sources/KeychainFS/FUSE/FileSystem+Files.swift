@@ -133,13 +133,15 @@ extension FileSystem {
     }
 
     /// fsync: the file's whole current content is made durable, whichever descriptor wrote it,
-    /// as fsync on any descriptor of a file does.
+    /// as fsync on any descriptor of a file does, and so is every namespace change before it
+    /// (the rename that put it in place, say), as on a journaling filesystem.
     func sync(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.openItems.file(handle) else { return }
             try checkUsable(file)
             try store(file.item, state)
         }
+        try flusher?.syncNow()
     }
 
     /// The last close of a descriptor: stores what it left unstored (a flush normally came

@@ -1,7 +1,9 @@
 import Glibc
 import VaultCore
 
-/// lookup, forget, mkdir, rmdir, unlink, rename: the names in a dictionary.
+/// lookup, forget, mkdir, rmdir, unlink, rename: the names in a dictionary. With a flusher,
+/// mkdir, rmdir, unlink and rename commit at once and are durable within its window (or at an
+/// fsync); without, before they return. mknod stays durable at once, as a written item's close.
 extension FileSystem {
     func lookup(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
@@ -21,7 +23,9 @@ extension FileSystem {
         // setuid, setgid and sticky stay, as chmod keeps them.
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o7700)
+            let node = try vault.makeDictionary(named: name, in: NodeID(Int64(parent)), mode: UInt32(mode) & 0o7700,
+                                                durable: flusher == nil)
+            flusher?.changed()
             state.lookups.add(UInt64(node.id.rawValue))
             return stat(of: node)
         }
@@ -41,14 +45,16 @@ extension FileSystem {
     func removeDirectory(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary)
+            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary, durable: flusher == nil)
+            flusher?.changed()
         }
     }
 
     func unlink(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item)
+            let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item, durable: flusher == nil)
+            flusher?.changed()
             state.openItems.item(removed)?.unlinked = true
         }
     }
@@ -58,7 +64,8 @@ extension FileSystem {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
-                                          replacing: !noReplace)
+                                          replacing: !noReplace, durable: flusher == nil)
+            flusher?.changed()
             if let replaced { state.openItems.item(replaced)?.unlinked = true }
         }
     }

@@ -48,9 +48,13 @@ final class FileSystem: Sendable {
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
+    /// Syncs namespace changes within its window; nil: each is durable before its call returns
+    /// (`--sync`, and file systems made without one).
+    let flusher: CommitFlusher?
 
-    init(vault: Vault, gate: AccessGate, onStart: @escaping @Sendable () -> Void) {
+    init(vault: Vault, gate: AccessGate, flusher: CommitFlusher? = nil, onStart: @escaping @Sendable () -> Void) {
         self.vault = vault
+        self.flusher = flusher
         self.gate = gate
         self.onStart = Mutex(onStart)
         ownerUID = getuid()

@@ -34,6 +34,10 @@ protocol VaultStorage: AnyObject, Sendable {
     func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
                              _ body: () throws(VaultError) -> R) throws(VaultError) -> R
 
+    /// Makes every commit so far durable, `.carriedByNextDurableCommit` ones included, without
+    /// changing a record: what a `.durable` commit would take along, at less cost.
+    func syncCarriedCommits() throws(VaultError)
+
     /// Runs `body` on one consistent snapshot.
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R
 
@@ -197,7 +201,9 @@ enum CommitDurability {
     /// On stable storage before `write` returns.
     case durable
     /// Survives a crash of the process, but not of the machine until the next `.durable` commit,
-    /// whose sync takes it along. For steps that a durable commit always follows.
+    /// whose sync takes it along, or `syncCarriedCommits`. For steps that a durable commit always
+    /// follows, or that the caller makes durable within a bounded time (the mount's namespace
+    /// changes, `CommitFlusher`).
     case carriedByNextDurableCommit
 }
 

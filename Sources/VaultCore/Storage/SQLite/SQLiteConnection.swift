@@ -176,6 +176,23 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// Makes every commit so far durable, `durable: false` ones included: one sync of the WAL
+    /// through SQLite's own handle of it (SQLITE_FCNTL_JOURNAL_POINTER), which is what a
+    /// synchronous=FULL commit does after writing its frames, without writing a frame. An empty
+    /// transaction would not do: SQLite commits nothing, and syncs nothing, when no page changed.
+    /// A checkpoint would sync the WAL and then write and sync the database file as well.
+    /// No WAL open yet (nothing written through this connection): nothing to sync.
+    func syncWAL() throws(VaultError) {
+        var journal: UnsafeMutablePointer<sqlite3_file>? = nil
+        let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &journal)
+        guard rc == SQLITE_OK else { throw fail(rc) }
+        guard let journal, let methods = journal.pointee.pMethods, let sync = methods.pointee.xSync else { return }
+        let synced = sync(journal, SQLITE_SYNC_NORMAL)
+        guard synced == SQLITE_OK else {
+            throw SQLiteConnection.error(synced, "cannot sync the write-ahead log", path: path, systemErrno: errno)
+        }
+    }
+
     /// A consistent snapshot for several reads.
     func readTransaction<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try run("BEGIN DEFERRED")

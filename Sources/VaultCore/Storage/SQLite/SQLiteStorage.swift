@@ -83,6 +83,13 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try db.readTransaction(body)
     }
 
+    func syncCarriedCommits() throws(VaultError) {
+        // Before the first write the file may still be in rollback mode, whose commits are all
+        // durable: there is no WAL to sync.
+        guard journalIsWAL else { return }
+        try db.syncWAL()
+    }
+
     func changeToken() throws(VaultError) -> StorageChangeToken {
         // data_version counts only other connections' commits; ours are counted apart.
         StorageChangeToken(Int64(db.commits), try db.dataVersion())

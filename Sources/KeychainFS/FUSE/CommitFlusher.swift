@@ -1,0 +1,125 @@
+import Glibc
+import Synchronization
+import VaultCore
+
+/// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens) durable
+/// within a bounded window, as a journaling filesystem's commit interval does: they commit at
+/// once, atomically and visible to all, without their own sync (`durable: false`), so a crash
+/// of the daemon loses none (SQLite's WAL, PostgreSQL's commit), and a helper thread syncs them
+/// `window` after the first of a batch (`Vault.syncCarriedCommits`: one fdatasync of the WAL,
+/// or one synchronous commit on PostgreSQL), however many came meanwhile. A power loss may
+/// lose the changes of the last window and its sync. A written item is still durable at its
+/// close, and fsync of a file or a directory (`syncNow`) makes everything before it durable.
+final class CommitFlusher: @unchecked Sendable {  // the semaphores are used only through their pointers
+    private let vault: Vault
+    /// How long after the first unsynced change its sync starts.
+    let window: Duration
+    /// A sync is due: set by the first change of a batch, cleared as its sync starts.
+    private let scheduled = Atomic<Bool>(false)
+    private let stopping = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
+    private let wakeup: UnsafeMutablePointer<sem_t>
+    private let stoppedThread: UnsafeMutablePointer<sem_t>
+    /// A pipe `stop` writes to, ending the window's wait at once: read end, write end.
+    private let stopSignal: Int32
+    private let stopSignalWriter: Int32
+
+    /// 50 ms, so that the sync (an fdatasync, about 1 to 10 ms on this machine's disk, see the
+    /// README) ends well within 100 ms of the change; one sync per 50 ms costs a writer who
+    /// never stops a few percent at most.
+    static let defaultWindow: Duration = .milliseconds(50)
+
+    init(vault: Vault, window: Duration = CommitFlusher.defaultWindow) {
+        self.vault = vault
+        self.window = window
+        wakeup = .allocate(capacity: 1)
+        sem_init(wakeup, 0, 0)
+        stoppedThread = .allocate(capacity: 1)
+        sem_init(stoppedThread, 0, 0)
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        (stopSignal, stopSignalWriter) = (ends[0], ends[1])
+    }
+
+    deinit {
+        sem_destroy(wakeup)
+        wakeup.deallocate()
+        sem_destroy(stoppedThread)
+        stoppedThread.deallocate()
+        for end in [stopSignal, stopSignalWriter] where end >= 0 { close(end) }
+    }
+
+    /// Whether its thread runs (`start`).
+    var isRunning: Bool { started.load(ordering: .acquiring) }
+
+    /// After a commit made with `durable: false`: the next sync takes it (one post per batch).
+    func changed() {
+        if !scheduled.exchange(true, ordering: .acquiringAndReleasing) { sem_post(wakeup) }
+    }
+
+    /// fsync of a directory or a file: everything committed so far is durable on return.
+    func syncNow() throws(VaultError) {
+        try vault.syncCarriedCommits()
+    }
+
+    /// Starts the thread that syncs; false when no thread could be started (every change is
+    /// then left to `syncNow`, a durable commit or `stop`: the caller falls back to durable
+    /// commits instead).
+    func start() -> Bool {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return true }
+        let running = HelperThread.start { [self] in
+            while !stopping.load(ordering: .acquiring) {
+                while sem_wait(wakeup) != 0 && errno == EINTR {}
+                if stopping.load(ordering: .acquiring) { break }
+                // The window, cut short by `stop` only (which syncs what is left).
+                if stopRequested(within: window) { break }
+                // Cleared before the sync: a change committed from here on may be too late for
+                // it, so it schedules the next.
+                scheduled.store(false, ordering: .releasing)
+                syncReportingFailure()
+            }
+            sem_post(stoppedThread)
+        }
+        if !running { started.store(false, ordering: .releasing) }
+        return running
+    }
+
+    /// Waits `duration` on the monotonic clock (poll's timeout), or until `stop` writes to
+    /// `stopSignal`; true in that case.
+    private func stopRequested(within duration: Duration) -> Bool {
+        let (seconds, attoseconds) = duration.components
+        let deadline = FileSystem.monotonicNanoseconds() + seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        while true {
+            let left = deadline - FileSystem.monotonicNanoseconds()
+            if left <= 0 { return false }
+            var descriptor = pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(clamping: (left + 999_999) / 1_000_000))
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return stopping.load(ordering: .acquiring) }
+        }
+    }
+
+    /// Ends the thread and syncs what is left (unmount).
+    func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if started.load(ordering: .acquiring) {
+            var one: UInt8 = 1
+            _ = write(stopSignalWriter, &one, 1)
+            sem_post(wakeup)
+            while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+        }
+        syncReportingFailure()
+    }
+
+    /// A failed sync leaves the changes pending (`Vault.syncCarriedCommits` clears nothing then):
+    /// the next change, fsync or unmount tries again; the log says so, as nobody waits for it.
+    private func syncReportingFailure() {
+        do throws(VaultError) {
+            try vault.syncCarriedCommits()
+        } catch {
+            DaemonLog.syncFailed(error)
+        }
+    }
+}
