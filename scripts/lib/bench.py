@@ -98,10 +98,29 @@ create_fsync = ("import os,sys\nd=sys.argv[1]\nos.mkdir(d)\nfor i in range(1,%d)
                 " os.write(fd,b'%%063d\\n'%%i); os.fsync(fd); os.close(fd)\n") % (N + 1)
 rename_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s/s%%d'%%(d,i),'%%s/r%%d'%%(d,i))\n" % (N + 1)
 delete_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s/r%%d'%%(d,i))\nos.rmdir(d)\n" % (N + 1)
+# Eight processes at once, each creating 500 secrets in a dictionary of its own and reading them
+# back: the wall time until the last is done (throughput is 8 x 500 / that).
+PARALLEL, PER_PROCESS = 8, 500
+create_and_read = ("import os,sys\nd=sys.argv[1]\nos.mkdir(d)\nfor i in range(%d):\n"
+                   " fd=os.open('%%s/s%%d'%%(d,i),os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o600); os.write(fd,b'%%063d\\n'%%i); os.close(fd)\n"
+                   "for i in range(%d):\n fd=os.open('%%s/s%%d'%%(d,i),os.O_RDONLY); os.read(fd,4096); os.close(fd)\n") % (PER_PROCESS, PER_PROCESS)
+# One 1 MiB item (the default item size limit) written and read back 100 times.
+big_item = ("import os,sys\np=sys.argv[1]\nblob=os.urandom(1<<20)\nfor _ in range(100):\n"
+            " fd=os.open(p,os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o600); os.write(fd,blob); os.close(fd)\n"
+            " fd=os.open(p,os.O_RDONLY); got=b''\n while len(got)<len(blob):\n  part=os.read(fd,1<<20)\n  if not part: break\n  got+=part\n"
+            " os.close(fd)\n assert got==blob\n")
+
+
+def parallel(root):
+    os.makedirs(root)
+    processes = [subprocess.Popen(["python3", "-c", create_and_read, os.path.join(root, "p%d" % k)]) for k in range(PARALLEL)]
+    failed = [p for p in processes if p.wait() != 0]
+    if failed:
+        raise RuntimeError("a parallel writer failed under %s" % root)
 
 results = {}  # (workload, system) -> [seconds]
 logging_cost = {}  # "on"/"off" -> [seconds of `cat all`], access log on (default) and off
-sized = {}  # items -> (populate seconds, mount seconds, RSS MiB, set seconds)
+sized = {}  # items -> (populate, mount, RSS MiB, set, setxattr each, find, ls -lR just after mounting)
 commit_us = {}  # "FULL"/"NORMAL" -> µs of one SQLite WAL commit with and without its fdatasync
 lookups = {}  # (call, system) -> [seconds of args.lookups calls]
 unavailable = {}  # system -> why it could not be measured
@@ -144,6 +163,10 @@ def filesystem_workloads():
             record("delete all", name, timed(["python3", "-c", delete_all, d]))
             record("create %d x 64 B, fsync each" % N, name, timed(["python3", "-c", create_fsync, d + "f"]))
             sh("rm -rf %sf" % d)
+            start = time.perf_counter(); parallel(d + "p"); record("%d processes x %d create + read, in parallel" % (PARALLEL, PER_PROCESS), name, time.perf_counter() - start)
+            sh("rm -rf %sp" % d)
+            record("1 MiB item written and read 100 times", name, timed(["python3", "-c", big_item, d + "big"]))
+            sh("rm -f %sbig" % d)
         d = os.path.join(kfs_nolog, "run%d" % run)
         sh(["bash", "-c", create_echo % d])
         logging_cost.setdefault("off", []).append(timed("cat %s/* > /dev/null" % d))
@@ -192,10 +215,10 @@ def mount_times_and_vault_sizes(kfs):
         if labelled.returncode not in (0, 3):
             raise RuntimeError("setting attributes failed: " + labelled.stderr)
         kfs_unmount(mp)
-        mounts, rss = [], []
+        mounts, rss, listings = [], [], []
         for run in range(args.runs):
             start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
-            sh("ls -R %s > /dev/null" % mp)
+            listings.append(timed("ls -lR %s > /dev/null" % mp))
             rss.append(rss_mib(daemon_pid(mp)))
             kfs_unmount(mp)
         sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
@@ -203,7 +226,8 @@ def mount_times_and_vault_sizes(kfs):
         if label_seconds is not None:
             finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
                                       for run in range(args.runs))
-        sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds)
+        sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds,
+                       statistics.median(listings))
 
 
 def durable_commit_cost():
@@ -532,12 +556,12 @@ if logging_cost:
     lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."
               % (on, off, on / off)]
 if sized:
-    lines += ["", "| items in the vault | time to add them through the mount | mount time | daemon RSS after `ls -R` | `keychainfs set` "
-              "| time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
-              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
-        lines.append("| %d | %.1f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
-            size, populate_seconds, mount_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
+    lines += ["", "| items in the vault | time to add them through the mount | mount time | `ls -lR` after mounting "
+              "| daemon RSS after it | `keychainfs set` | time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s) in sorted(sized.items()):
+        lines.append("| %d | %.1f s | %.3f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
+            size, populate_seconds, mount_s, list_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
             "%.3f s" % find_s if find_s is not None else ""))
 per_call = {key: statistics.median(seconds) / args.lookups for key, seconds in lookups.items()}  # seconds per call
 ss_lookup = per_call.get(("secret-tool lookup", "keychainfs"))
@@ -575,8 +599,9 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
         csv.write('"cat all log on",,,%f,,\n"cat all log off",,,%f,,\n' % (statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])))
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s) in sorted(sized.items()):
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s) in sorted(sized.items()):
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
+        csv.write('"items=%d ls -lR",,,%f,,\n' % (size, list_s))
         if find_s is not None:
             csv.write('"items=%d setxattr each",,,%f,,\n"items=%d find",,,%f,,\n' % (size, label_s, size, find_s))
     if ss_lookup is not None:
