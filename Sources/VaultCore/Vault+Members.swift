@@ -92,7 +92,7 @@ extension Vault {
             let storage = store.storage
             return try storage.write(.durable) { () throws(VaultError) -> (MemberRemoval, RecordCipher) in
                 let members = try storage.memberSlots()
-                guard members.contains(where: { $0.name == nameBytes }) else { throw .notFound("member \(name)") }
+                guard members.contains(where: { $0.name == nameBytes }) else { throw .noSuchMember(name) }
                 let kept = members.filter { $0.name != nameBytes }
                 let passphraseSlots = try storage.keySlots()
                 let rewrapped = keepingOpenedSlot ? passphraseSlots.first { $0.id == openedSlot } : nil
@@ -104,7 +104,7 @@ extension Vault {
                 let master = try KeyDerivation.randomMasterKey()
                 let rotated = try RecordCipher(vaultID: store.cipher.vaultID, master: master)
                 let counts = try KeyRotation(storage: storage, old: store.cipher, new: rotated).resealEverything()
-                guard try storage.deleteMemberSlot(named: nameBytes) else { throw .notFound("member \(name)") }
+                guard try storage.deleteMemberSlot(named: nameBytes) else { throw .noSuchMember(name) }
                 for slot in kept {
                     guard let publicKey = MemberPublicKey(bytes: slot.publicKey) else {
                         throw .integrityFailure("member slot (malformed public key)")

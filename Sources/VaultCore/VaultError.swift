@@ -45,6 +45,8 @@ public enum VaultError: Error, Equatable, Sendable {
     /// `disallow` of a principal that has no rule at the path (or of `--all` where there is
     /// none); names the path and the principal.
     case noSuchRule(String)
+    /// `member remove` of a name with no slot (the name as given).
+    case noSuchMember(String)
     /// A this-device-only item whose content does not open with this machine's host key:
     /// sealed on another machine (or damaged). Names the item.
     case otherDevice(String)
@@ -121,6 +123,8 @@ extension VaultError: CustomStringConvertible {
         case .attributesFull(let what):
             return "\(what): no room for this attribute (a node's attributes, names and values, are at most "
                 + "\(Vault.maximumAttributeBytesPerNode) bytes together)"
+        case .noSuchMember(let name):
+            return "no member named \(name) (see `keychainfs member list`)"
         case .noSuchRule(let what):
             return "\(what): no such access rule"
         case .otherDevice(let what):

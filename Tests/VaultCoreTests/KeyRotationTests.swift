@@ -140,7 +140,7 @@ import Testing
         #expect(try Vault.open(at: scratch.vaultPath, member: alice).read(path("a")).testBytes == Array("x".utf8))
         // The last way in stays.
         #expect(throws: VaultError.noKeySlotLeft("alice")) { try asAlice.removeMember(name: "alice") }
-        #expect(throws: VaultError.notFound("member bob")) { try asAlice.removeMember(name: "bob") }
+        #expect(throws: VaultError.noSuchMember("bob")) { try asAlice.removeMember(name: "bob") }
     }
 
     @Test func aRotationThatFailsPartWayLeavesTheOldVault() throws {

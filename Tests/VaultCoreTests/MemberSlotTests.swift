@@ -52,7 +52,7 @@ import Testing
         _ = try Vault.open(at: scratch.vaultPath, member: alice)
         _ = try vault.removeMember(name: "alice", passphrase: secret(passphrase))
         #expect(throws: VaultError.notAMember(alice.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: alice) }
-        #expect(throws: VaultError.notFound("member alice")) { try vault.removeMember(name: "alice", passphrase: secret(passphrase)) }
+        #expect(throws: VaultError.noSuchMember("alice")) { try vault.removeMember(name: "alice", passphrase: secret(passphrase)) }
         #expect(try vault.keySlots() == [.passphrase(id: 1)])
     }
 

@@ -27,7 +27,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .failure: "other failure"
         case .wrongPassphrase: "wrong passphrase, or a member key that is not a member of the vault"
         case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
-        case .notFound: "no such item, dictionary, attribute or access rule; `find` matched nothing"
+        case .notFound: "no such item, dictionary, attribute, access rule or member; `find` matched nothing"
         case .alreadyExists: "already exists (including `init` on an existing file)"
         case .wrongKind: "dictionary not empty, or an item where a dictionary was needed (or the reverse)"
         case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file, an invalid `--unit`"
@@ -70,7 +70,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .noSuchAttribute: .notFound
         case .attributeExists: .alreadyExists
         case .attributeNameTooLong, .attributeTooLarge, .attributesFull: .invalidInput
-        case .noSuchRule: .notFound
+        case .noSuchRule, .noSuchMember: .notFound
         case .otherDevice: .otherDevice
         case .memberKeyRequired: .wrongPassphrase
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput

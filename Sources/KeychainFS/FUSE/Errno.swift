@@ -25,7 +25,7 @@ extension VaultError {
         case .attributeNameTooLong: return ERANGE
         case .attributeTooLarge: return E2BIG
         case .attributesFull: return ENOSPC
-        case .noSuchRule: return ENOENT
+        case .noSuchRule, .noSuchMember: return ENOENT
         // Like a locked item: this machine may not read it.
         case .otherDevice: return EACCES
         case .memberKeyRequired: return EACCES
