@@ -40,6 +40,26 @@ public final class Vault: Sendable {
         /// Log public keys a rotation replaced: a sealer a caller kept from before (the mount's
         /// log writer) is swapped for the current one, never used.
         var replacedLogKeys: Set<[UInt8]> = []
+
+        /// Takes `cipher`, a rotation's new key: the log's sealer follows it (the one it replaces
+        /// is remembered, so nothing is sealed to it any more) and the kept search key goes.
+        mutating func adopt(_ cipher: RecordCipher, headerMAC: [UInt8], checked token: StorageChangeToken?) throws(VaultError) {
+            self.cipher = cipher
+            verifiedHeaderMAC = headerMAC
+            checkedToken = token
+            if let replaced = logSealer { replacedLogKeys.insert(replaced.publicKey) }
+            logSealer = try AccessLogKeys(cipher: cipher).sealer
+            searchKey = nil
+        }
+
+        /// A rotation this vault cannot follow: every key goes, and operations fail as locked.
+        mutating func shutOutByRotation() {
+            cipher = nil
+            member = nil
+            searchKey = nil
+            logSealer = nil
+            shutOut = true
+        }
         /// Whether a commit since the last durable one or sync was not synced
         /// (`.carriedByNextDurableCommit`): what `syncCarriedCommits` has to do.
         var unsynced = false
@@ -426,19 +446,10 @@ public final class Vault: Sendable {
         if let cipher = state.cipher, cipher.holdsEveryKey, let member = state.member, header.vaultID == cipher.vaultID,
            let rekeyed = try? rekeyedCipher(storage, vaultID: header.vaultID, member: member, format: version),
            rekeyed.headerMACMatches(header.mac, itemSizeLimit: header.itemSizeLimit, oldestFormat: sealedAs) {
-            state.cipher = rekeyed
-            state.verifiedHeaderMAC = header.mac
-            state.checkedToken = token
-            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
-            state.logSealer = try AccessLogKeys(cipher: rekeyed).sealer
-            state.searchKey = nil
+            try state.adopt(rekeyed, headerMAC: header.mac, checked: token)
             return .rekeyed
         }
-        state.cipher = nil
-        state.member = nil
-        state.searchKey = nil
-        state.logSealer = nil
-        state.shutOut = true
+        state.shutOutByRotation()
         return .shutOut
     }
 
@@ -489,18 +500,10 @@ public final class Vault: Sendable {
                 }
                 (result, rotated) = try rotate(NodeStore(storage: storage, cipher: rekeyed, naming: .paths), state.slotID)
             }
-            state.cipher = rotated
-            state.verifiedHeaderMAC = try storage.header()?.mac ?? []
-            state.checkedToken = nil
-            if let replaced = state.logSealer { state.replacedLogKeys.insert(replaced.publicKey) }
-            state.logSealer = try AccessLogKeys(cipher: rotated).sealer
-            state.searchKey = nil
+            try state.adopt(rotated, headerMAC: try storage.header()?.mac ?? [], checked: nil)
             if let member = state.member, try !storage.memberSlots().contains(where: { $0.publicKey == member.publicKey.bytes }) {
                 // A member who removed themselves keeps nothing of the new key.
-                state.cipher = nil
-                state.member = nil
-                state.logSealer = nil
-                state.shutOut = true
+                state.shutOutByRotation()
             }
             return result
         }

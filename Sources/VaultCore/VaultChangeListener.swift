@@ -46,7 +46,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
         } catch {
             self.connection = nil
             retryDelay = VaultChangeListener.retryDelays.lowerBound
-            retryAt = VaultChangeListener.now() + retryDelay
+            retryAt = PostgresConnection.now() + retryDelay
             lost = true
             return .lost(reason: VaultChangeListener.reason(error))
         }
@@ -60,7 +60,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
 
     /// Connects when the backoff allows, else waits out the rest of `timeout` for it.
     private func reconnect(within timeout: Double) -> Notice? {
-        let wait = retryAt - VaultChangeListener.now()
+        let wait = retryAt - PostgresConnection.now()
         if wait > 0 {
             // Nothing to poll until the next attempt: a plain wait, bounded by the caller's timeout.
             _ = poll(nil, 0, Int32(min(wait, max(timeout, 0)) * 1000))
@@ -71,7 +71,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
             try made.listen(location.channel)
             connection = made
         } catch {
-            retryAt = VaultChangeListener.now() + retryDelay
+            retryAt = PostgresConnection.now() + retryDelay
             retryDelay = min(retryDelay * 2, VaultChangeListener.retryDelays.upperBound)
             guard lost else {
                 lost = true
@@ -94,11 +94,5 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
         default: break
         }
         return message.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    }
-
-    private static func now() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

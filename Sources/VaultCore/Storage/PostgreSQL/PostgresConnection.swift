@@ -68,7 +68,8 @@ final class PostgresConnection: @unchecked Sendable {
         return message.split(separator: "\n").map { $0.trimmingPrefix(while: { $0 == " " || $0 == "\t" }) }.joined(separator: "; ")
     }
 
-    private static func now() -> Double {
+    /// Seconds on CLOCK_MONOTONIC, for deadlines (the listener's backoff too).
+    static func now() -> Double {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
