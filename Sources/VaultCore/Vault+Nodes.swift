@@ -115,10 +115,11 @@ extension Vault {
     /// chmod after the writes) is kept, so ctime never moves back or jumps at the commit. The
     /// padding happens in `content` itself (its capacity may grow; its bytes and count do not
     /// change), which saves a second locked allocation per store.
-    public func replaceContent(of id: NodeID, with content: inout SecureBuffer,
-                               modified: Timestamp? = nil, changed: Timestamp? = nil) throws(VaultError) -> Node {
+    /// `durable: false`: the caller makes it durable (`syncCarriedCommits`) before it tells anyone.
+    public func replaceContent(of id: NodeID, with content: inout SecureBuffer, modified: Timestamp? = nil,
+                               changed: Timestamp? = nil, durable: Bool = true) throws(VaultError) -> Node {
         try checkItemSize(content.count)
-        return try writing(whileLocked: true) { (store) throws(VaultError) -> Node in
+        return try writing(durable: durable, whileLocked: true) { (store) throws(VaultError) -> Node in
             let record = try store.existingRecord(id)
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
             let attributes = try store.writeContent(count: content.count, of: record, modified: modified ?? .now(),
@@ -180,7 +181,7 @@ extension Vault {
     func moveNode(_ store: NodeStore, _ name: ItemName, from parent: NodeID, to newName: ItemName, in newParent: NodeID,
                   replacing: Bool) throws(VaultError) -> NodeID? {
         let sourceDictionary = try store.dictionary(parent)
-        let targetDictionary = try store.dictionary(newParent)
+        let targetDictionary = newParent == parent ? sourceDictionary : try store.dictionary(newParent)
         guard let source = try store.child(named: name, in: parent) else {
             throw .notFound(store.describe(parent, appending: name))
         }

@@ -9,6 +9,8 @@ public final class Vault: Sendable {
     public let path: String
     public let itemSizeLimit: Int
     private let state: Mutex<State>
+    /// Held through a sync of carried commits (`syncCarriedCommits`), never inside `state`'s.
+    private let syncing = Mutex(())
 
     private struct State {
         let storage: any VaultStorage
@@ -382,28 +384,66 @@ public final class Vault: Sendable {
         try state.withLock { (state) throws(VaultError) -> R in try body(state.storage) }
     }
 
-    /// Runs `body` with the node store while unlocked, inside the vault's mutex. While locked
-    /// only operations marked `whileLocked` run (with the reduced cipher, which lets them reach
-    /// dictionaries and after-first-unlock items only); every other one fails with `.locked`.
+    /// The transaction an operation's body runs in (`withStore`), its rotation check with it.
+    enum StoreTransaction {
+        /// One or two statements: `VaultStorage.statements`.
+        case statements
+        /// `VaultStorage.read`: one snapshot on every storage.
+        case read
+        case write(CommitDurability)
+    }
+
+    /// Runs `body` in `transaction` on the state's storage.
+    private static func run<R: ~Copyable>(_ transaction: StoreTransaction, _ state: inout State,
+                                          _ body: (inout State) throws(VaultError) -> R) throws(VaultError) -> R {
+        let storage = state.storage
+        switch transaction {
+        case .statements: return try storage.statements { () throws(VaultError) -> R in try body(&state) }
+        case .read: return try storage.read { () throws(VaultError) -> R in try body(&state) }
+        case .write(let durability): return try storage.write(durability) { () throws(VaultError) -> R in try body(&state) }
+        }
+    }
+
+    /// Runs `body` with the node store while unlocked, inside the vault's mutex and in
+    /// `transaction`, which the look for another process's rotation shares (on SQLite, one
+    /// transaction's locks instead of two). While locked only operations marked `whileLocked`
+    /// run (with the reduced cipher, which lets them reach dictionaries and after-first-unlock
+    /// items only); every other one fails with `.locked`.
     /// `markingUnsynced`, once `body` returned (its commit done), sets (true) or clears (false)
     /// `State.unsynced` in the same hold of the mutex, so no sync can come in between.
     func withStore<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
-                                 markingUnsynced: Bool? = nil,
+                                 markingUnsynced: Bool? = nil, in transaction: StoreTransaction = .statements,
                                  _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try state.withLock { (state) throws(VaultError) -> R in
-            try Vault.followRotation(&state, force: false)
-            guard let cipher = state.cipher, cipher.holdsEveryKey || whileLocked else { throw .locked }
-            let result: R
+        func inTransaction(_ state: inout State, _ rekeyed: RecordCipher?) throws(VaultError) -> R {
+            try Vault.run(transaction, &state) { (state) throws(VaultError) -> R in
+                let cipher: RecordCipher
+                if let rekeyed {
+                    cipher = rekeyed
+                } else {
+                    try Vault.followRotation(&state, force: false)
+                    guard let current = state.cipher, current.holdsEveryKey || whileLocked else { throw .locked }
+                    cipher = current
+                }
+                return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+            }
+        }
+        return try state.withLock { (state) throws(VaultError) -> R in
+            // Made by `body` on this thread and handed back to its caller: region checking
+            // cannot see that through the closures `body` is called from, and would refuse it.
+            nonisolated(unsafe) let result: R
             do throws(VaultError) {
-                result = try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+                result = try inTransaction(&state, nil)
             } catch .integrityFailure(let what) {
-                // A rotation may have committed between the look above and the body's snapshot;
-                // then the body failed whole (a write rolled back) and runs again with the new keys.
-                guard try Vault.followRotation(&state, force: true) == .rekeyed, let rekeyed = state.cipher else {
+                // A rotation may have committed between the look and the body's snapshot (on
+                // PostgreSQL, where they are apart); then the body failed whole (a write rolled
+                // back) and runs again with the new keys.
+                let storage = state.storage
+                let found = try storage.read { () throws(VaultError) in try Vault.followRotation(&state, force: true) }
+                guard found == .rekeyed, let rekeyed = state.cipher else {
                     if state.cipher == nil { throw .locked }
                     throw .integrityFailure(what)
                 }
-                result = try body(NodeStore(storage: state.storage, cipher: rekeyed, naming: naming))
+                result = try inTransaction(&state, rekeyed)
             }
             if let markingUnsynced { state.unsynced = markingUnsynced }
             return result
@@ -540,19 +580,36 @@ public final class Vault: Sendable {
     func writing<R: ~Copyable>(durable: Bool = true, naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
         // A durable commit's sync took every earlier commit along.
-        try withStore(naming: naming, whileLocked: whileLocked, markingUnsynced: !durable) { (store) throws(VaultError) -> R in
-            try store.storage.write(durable ? .durable : .carriedByNextDurableCommit) { () throws(VaultError) -> R in try body(store) }
-        }
+        try withStore(naming: naming, whileLocked: whileLocked, markingUnsynced: !durable,
+                      in: .write(durable ? .durable : .carriedByNextDurableCommit), body)
     }
 
     /// Makes every change committed so far durable (those made with `durable: false` included),
     /// without writing a record; nothing to do when none is pending. Works while locked. The
     /// mount's fsync of a directory and its flusher (`CommitFlusher`) call it.
+    /// Where the storage can (SQLite), the sync runs outside the vault's mutex, so the mount
+    /// goes on committing meanwhile and the closes that came during one sync share the next
+    /// (`GroupCommit`). One sync at a time (`syncing`): a caller that finds nothing pending
+    /// because another's sync took it waits for that sync to end before it returns.
     public func syncCarriedCommits() throws(VaultError) {
-        try state.withLock { (state) throws(VaultError) in
-            guard state.unsynced else { return }
-            try state.storage.syncCarriedCommits()
-            state.unsynced = false
+        try syncing.withLock { (_) throws(VaultError) in
+            let alongside = try state.withLock { (state) throws(VaultError) -> (any VaultStorage)? in
+                guard state.unsynced else { return nil }
+                if state.storage.syncsAlongsideCommits {
+                    state.unsynced = false
+                    return state.storage
+                }
+                try state.storage.syncCarriedCommits()
+                state.unsynced = false
+                return nil
+            }
+            guard let alongside else { return }
+            do throws(VaultError) {
+                try alongside.syncAlongsideCommits()
+            } catch {
+                state.withLock { $0.unsynced = true }
+                throw error
+            }
         }
     }
 
@@ -561,9 +618,7 @@ public final class Vault: Sendable {
 
     func reading<R: ~Copyable>(naming: NodeStore.MessageNaming = .nodes, whileLocked: Bool = false,
                                _ body: (NodeStore) throws(VaultError) -> R) throws(VaultError) -> R {
-        try withStore(naming: naming, whileLocked: whileLocked) { (store) throws(VaultError) -> R in
-            try store.storage.read { () throws(VaultError) -> R in try body(store) }
-        }
+        try withStore(naming: naming, whileLocked: whileLocked, in: .read, body)
     }
 
     /// Runs `unlocked` with the node store while every key is here; else `locked` with the

@@ -38,8 +38,25 @@ protocol VaultStorage: AnyObject, Sendable {
     /// changing a record: what a `.durable` commit would take along, at less cost.
     func syncCarriedCommits() throws(VaultError)
 
-    /// Runs `body` on one consistent snapshot.
+    /// Whether `syncAlongsideCommits` can be used now (asked with the storage otherwise idle).
+    var syncsAlongsideCommits: Bool { get }
+
+    /// What `syncCarriedCommits` does, without this connection, so that other commits may go
+    /// on meanwhile (called by one thread at a time, the storage's other calls going on
+    /// beside it): every commit that returned before the call is durable when it returns.
+    /// Only where `syncsAlongsideCommits`.
+    func syncAlongsideCommits() throws(VaultError)
+
+    /// Runs `body` on one consistent snapshot. Inside a transaction (a `write`'s, say), `body`
+    /// runs in it.
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R
+
+    /// Runs a few statements (an operation's rotation check and its query) in one snapshot
+    /// where that costs nothing more than the statements alone: SQLite's read transaction takes
+    /// its locks once, where each statement alone takes them again. On PostgreSQL each
+    /// statement is a snapshot of its own and a transaction would add round trips, so `body`
+    /// just runs.
+    func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R
 
     /// Changes whenever anything is committed to the vault, by this connection or another.
     func changeToken() throws(VaultError) -> StorageChangeToken

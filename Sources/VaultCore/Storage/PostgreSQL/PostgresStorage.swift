@@ -107,7 +107,20 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+        // Inside a transaction already (a write's): its snapshot is the one to read.
+        guard !db.inTransaction else { return try body() }
+        return try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+    }
+
+    func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try body()
+    }
+
+    /// Its sync is a commit on the connection: not alongside others.
+    var syncsAlongsideCommits: Bool { false }
+
+    func syncAlongsideCommits() throws(VaultError) {
+        try syncCarriedCommits()
     }
 
     func syncCarriedCommits() throws(VaultError) {

@@ -195,6 +195,8 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// A consistent snapshot for several reads.
     func readTransaction<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        // Inside a transaction already (a write's): its snapshot is the one to read.
+        guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
         try run("BEGIN DEFERRED")
         let result: R
         do {

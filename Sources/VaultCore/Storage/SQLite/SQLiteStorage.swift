@@ -7,6 +7,13 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     private let db: SQLiteConnection
     /// Whether the file is known to be in WAL mode (see `write`).
     private var journalIsWAL: Bool
+    /// A descriptor of our own on the WAL, for `syncAlongsideCommits`; -1 until the first.
+    /// Used by the one thread that syncs alongside commits (`Vault.syncing`), closed at deinit.
+    private var walDescriptor: Int32 = -1
+
+    deinit {
+        if walDescriptor >= 0 { close(walDescriptor) }
+    }
 
     private init(db: SQLiteConnection, journalIsWAL: Bool) {
         self.db = db
@@ -83,11 +90,42 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try db.readTransaction(body)
     }
 
+    func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try db.readTransaction(body)
+    }
+
     func syncCarriedCommits() throws(VaultError) {
         // Before the first write the file may still be in rollback mode, whose commits are all
         // durable: there is no WAL to sync.
         guard journalIsWAL else { return }
         try db.syncWAL()
+    }
+
+    var syncsAlongsideCommits: Bool { journalIsWAL }
+
+    /// fdatasync of the WAL through a descriptor of our own: what a synchronous=FULL commit's
+    /// sync does (SQLite's unix VFS syncs with fdatasync), on the same file, so it takes along
+    /// every frame written before it, while this connection goes on appending others. The WAL
+    /// is the file's for as long as this connection is open (only the last connection to close
+    /// removes it), and a checkpoint that reset it had synced it first. The first time, the
+    /// directory too, as SQLite does after creating the WAL.
+    func syncAlongsideCommits() throws(VaultError) {
+        let wal = path + "-wal"
+        if walDescriptor < 0 {
+            let opened = Glibc.open(wal, O_RDONLY | O_CLOEXEC)
+            guard opened >= 0 else { throw .storageFailure("cannot open \(wal) to sync it: \(VaultFiles.errorText())") }
+            do throws(VaultError) {
+                try VaultFiles.syncDirectory(containing: wal)
+            } catch {
+                close(opened)
+                throw error
+            }
+            walDescriptor = opened
+        }
+        guard fdatasync(walDescriptor) == 0 else {
+            if errno == ENOSPC || errno == EDQUOT { throw .diskFull }
+            throw .storageFailure("cannot sync \(wal): \(VaultFiles.errorText())")
+        }
     }
 
     func changeToken() throws(VaultError) -> StorageChangeToken {
