@@ -61,8 +61,15 @@ import Testing
         sys.exit(1 if bad else 0)
         """
 
-    @Test func eightProcessesAndTheCommandLineAtOnce() throws {
+    /// With the session loop's busy polling (the default) and without it.
+    @Test(arguments: [[], ["--busy-poll-us", "0"]])
+    func eightProcessesAndTheCommandLineAtOnce(_ polling: [String]) throws {
         let m = try MountFixture()
+        if !polling.isEmpty {
+            try m.unmount()
+            let mounted = try m.mount(extra: polling)
+            #expect(mounted.exitStatus == .success, "\(mounted.stderr)")
+        }
         #expect(mkdir(m.path("shared"), 0o700) == 0)
         let workers = try (1...8).map { id -> Process in
             let p = Process()
@@ -90,5 +97,41 @@ import Testing
         #expect(try m.cli.cli(["verify"]).exitStatus == .success)
         let pid = try status(m.mountpoint).pid
         #expect(kill(pid, 0) == 0, "the daemon died")
+    }
+
+    /// The busy polling ends: once a program stops asking, the daemon sleeps. Its CPU time over
+    /// the second after a burst of requests stays far below the second it would spend polling.
+    @Test func anIdleDaemonSleeps() throws {
+        let m = try MountFixture()
+        #expect(mkdir(m.path("d"), 0o700) == 0)
+        for i in 0..<200 { #expect(writeFile(m.path("d/s\(i)"), Array("v\(i)".utf8)) == 0) }
+        for i in 0..<200 { #expect(readFile(m.path("d/s\(i)")) == Array("v\(i)".utf8)) }
+        let pid = try status(m.mountpoint).pid
+        func cpuTicks() -> Int? {
+            // utime and stime, fields 14 and 15 of /proc/PID/stat (after the command's parentheses).
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = text.lastIndex(of: ")") else { return nil }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+            return user + system
+        }
+        let before = try #require(cpuTicks())
+        // A window to measure over, not a condition to wait for.
+        usleep(1_000_000)
+        let after = try #require(cpuTicks())
+        let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
+        #expect(after - before < ticksPerSecond / 10, "the daemon used \(after - before) ticks of \(ticksPerSecond) in an idle second")
+    }
+
+    @Test func busyPollingTakesMicrosecondsWithinBounds() throws {
+        let m = try MountFixture()
+        try m.unmount()
+        for bad in ["-1", "1000001", "soon"] {
+            let refused = try m.mount(extra: ["--busy-poll-us", bad])
+            #expect(refused.exitStatus == .usage, "--busy-poll-us \(bad): \(refused.stderr)")
+        }
+        #expect(try m.mount(extra: ["--busy-poll-us", "1000"]).exitStatus == .success)
+        #expect(writeFile(m.path("x"), [1, 2]) == 0)
+        #expect(readFile(m.path("x")) == [1, 2])
     }
 }

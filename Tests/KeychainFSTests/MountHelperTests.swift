@@ -136,6 +136,8 @@ import Testing
             == ["mount", "--vault", "/v", "--passphrase-file", "/p", "--idle-lock", "15m", "--secret-service", "--kernel-option", "ro", "/m"])
         #expect(try MountHelperArguments.translate(["/v", "/m", "-onoexec,log_days=3", "-o", "log_entries=10"], subcommands: names)
             == ["mount", "--vault", "/v", "--kernel-option", "noexec", "--log-days", "3", "--log-entries", "10", "/m"])
+        #expect(try MountHelperArguments.translate(["/v", "/m", "-o", "busy_poll_us=0"], subcommands: names)
+            == ["mount", "--vault", "/v", "--busy-poll-us", "0", "/m"])
         #expect(try MountHelperArguments.translate(["/v", "/m"], subcommands: names) == ["mount", "--vault", "/v", "/m"])
         // Every other command line is the ordinary parser's.
         for arguments in [["/m"], ["mount", "/m"], ["get", "a/b"], ["/m", "--passphrase-file", "p"], ["/v", "/m", "-f"], ["/v", "/m", "-o"]] {
@@ -145,6 +147,7 @@ import Testing
                                    ("passfile", "mount option passfile needs a value (passfile=...)"),
                                    ("secret_service=yes", "mount option secret_service takes no value"),
                                    ("log_days=-1", "mount option log_days takes a number, 0 or more, not '-1'"),
+                                   ("busy_poll_us=lots", "mount option busy_poll_us takes a number from 0 to 1000000, not 'lots'"),
                                    ("ro=1", "unknown mount option 'ro=1'")] {
             #expect(throws: MountHelperArguments.Refusal.self) { try MountHelperArguments.translate(["/v", "/m", "-o", options], subcommands: names) }
             do {

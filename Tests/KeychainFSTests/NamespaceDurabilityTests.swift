@@ -164,6 +164,37 @@ func dirtyPageCount(_ path: String) -> Int? {
         #expect(flushed.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
     }
 
+    /// A file created and closed with nothing written is a namespace change, as mkdir is: its
+    /// close commits nothing more. What is written is durable at the close after it, the way
+    /// `echo > file` works: open, dup2, close of the first descriptor, write, close.
+    @Test func anEmptyCreatedFileIsDurableWithinTheWindowAndAWrittenOneAtItsClose() throws {
+        let m = try mounted(Self.noLog + Self.longWindow)
+        try prepared(m)
+        let empty = open(m.path("d/empty"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(empty >= 0)
+        #expect(close(empty) == 0)
+        #expect(FileManager.default.fileExists(atPath: m.path("d/empty")))
+        #expect(try #require(dirtyPageCount(wal(m))) > 0)
+        let first = open(m.path("d/echoed"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        #expect(first >= 0)
+        let copy = dup(first)
+        #expect(close(first) == 0)
+        #expect(write(copy, "x\n", 2) == 2)
+        #expect(close(copy) == 0)
+        // The written close synced the WAL, the empty file's create with it.
+        #expect(dirtyPageCount(wal(m)) == 0)
+        #expect(readFile(m.path("d/echoed")) == Array("x\n".utf8))
+    }
+
+    @Test func syncMakesAnEmptyCreatedFileDurableAtItsClose() throws {
+        let m = try mounted(Self.noLog + Self.longWindow + ["--sync"])
+        try prepared(m)
+        let empty = open(m.path("d/empty"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(empty >= 0)
+        #expect(close(empty) == 0)
+        #expect(dirtyPageCount(wal(m)) == 0)
+    }
+
     @Test func syncIsAMountOption() throws {
         let translated = try MountHelperArguments.translate(["/v", "/m", "-o", "sync,passfile=/p"], subcommands: [])
         #expect(translated == ["mount", "--vault", "/v", "--sync", "--passphrase-file", "/p", "/m"])

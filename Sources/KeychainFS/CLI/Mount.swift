@@ -54,6 +54,10 @@ struct Mount: ParsableCommand {
     @Option(name: .customLong("sync-window-ms"), help: .private)
     var syncWindowMilliseconds: Int?
 
+    @Option(name: .customLong("busy-poll-us"),
+            help: "How long the daemon keeps asking for the next request after answering one, before it sleeps (microseconds; 0: sleep at once). Each request then skips a wake-up; the cost is CPU while a program works the mount.")
+    var busyPollMicroseconds: Int = FUSESession.defaultBusyPollMicroseconds
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -78,6 +82,7 @@ struct Mount: ParsableCommand {
             throw ValidationError("--confirm-with needs a command")
         }
         if let syncWindowMilliseconds, syncWindowMilliseconds <= 0 { throw ValidationError("--sync-window-ms takes a number above 0") }
+        guard (0...1_000_000).contains(busyPollMicroseconds) else { throw ValidationError("--busy-poll-us takes a number from 0 to 1000000") }
         if replace && !secretService { throw ValidationError("--replace goes with --secret-service") }
         guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
         if let unknown = kernelOptions.first(where: { !MountHelperArguments.kernelOptions.contains($0) }) {
@@ -103,6 +108,7 @@ struct Mount: ParsableCommand {
         request.kernelOptions = kernelOptions
         request.syncEveryChange = syncEveryChange
         request.syncWindowMilliseconds = syncWindowMilliseconds
+        request.busyPollMicroseconds = busyPollMicroseconds
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }

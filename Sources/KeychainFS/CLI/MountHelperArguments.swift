@@ -53,6 +53,12 @@ enum MountHelperArguments {
                     throw Refusal(message: "mount option \(name) takes a number, 0 or more, not '\(count)'")
                 }
                 mount += [name == "log_days" ? "--log-days" : "--log-entries", String(number)]
+            case "busy_poll_us":
+                let count = try required(value, of: name)
+                guard let number = Int(count), (0...1_000_000).contains(number) else {
+                    throw Refusal(message: "mount option busy_poll_us takes a number from 0 to 1000000, not '\(count)'")
+                }
+                mount += ["--busy-poll-us", String(number)]
             case "sync":
                 // mount(8)'s own word for it; async, the default, is ignored below.
                 guard value == nil else { throw Refusal(message: "mount option sync takes no value") }

@@ -43,6 +43,7 @@ enum BackgroundLaunch {
         arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)
         if request.syncEveryChange { arguments.insert("--sync", at: arguments.count - 1) }
         if let window = request.syncWindowMilliseconds { arguments.insert(contentsOf: ["--sync-window-ms", "\(window)"], at: arguments.count - 1) }
+        arguments.insert(contentsOf: ["--busy-poll-us", "\(request.busyPollMicroseconds)"], at: arguments.count - 1)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         let daemonEnvironment = vaultByEnvironment ? environment(vault: vaultPath) : []

@@ -119,6 +119,7 @@ enum MountDaemon {
             // still resolve their paths.
             accessLog?.stop()
             for failure in fileSystem.forgetEverything() { DaemonLog.storeFailedAtUnmount(failure) }
+            fileSystem.groupCommit.stop()
             // Namespace changes of the last window are made durable before the mount goes.
             flusher?.stop()
             RuntimeState.remove(mountpoint: mountpoint)
@@ -135,12 +136,15 @@ enum MountDaemon {
         if let listener = vault.changeListener() {
             follower = ChangeFollower.start(listener, fileSystem: fileSystem) { secretService?.lookNow() }
         }
+        // Without its thread each close syncs its own store, as before.
+        if !fileSystem.groupCommit.start() { DaemonLog.helperThreadFailed(errno: errno) }
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         LockTriggers.lockWhenRotatedAway(fileSystem)
         if request.lockOnScreenLock { ScreenLockWatcher.start(fileSystem) }
         do throws(FUSESession.MountFailure) {
-            try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions)
+            try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions,
+                                  busyPollMicroseconds: request.busyPollMicroseconds)
             served = true
         } catch {
             throw CommandFailure(message: error.message, status: .mountFailure)

@@ -28,6 +28,8 @@ struct MountRequest {
     var syncEveryChange = false
     /// The flusher's window in milliseconds (tests set a long one to see a change not yet synced).
     var syncWindowMilliseconds: Int? = nil
+    /// How long the session loop polls for the next request before it sleeps (`FUSESession`).
+    var busyPollMicroseconds = FUSESession.defaultBusyPollMicroseconds
 }
 
 extension MountRequest {

@@ -346,16 +346,26 @@ enum FUSEOperations {
         // after every request, this included.
     }
 
+    /// A close that stored is answered by the group commit, once its content is durable.
     static func flush(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
-            try fs.flush(fi!.pointee.fh, caller)
+            let grouped = fs.groupCommit.isRunning
+            if try fs.flush(fi!.pointee.fh, caller, durable: !grouped), grouped {
+                fs.groupCommit.answerWhenDurable(req)
+                return
+            }
             fuse_reply_err(req, 0)
         }
     }
 
     static func fsync(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
-            try fs.sync(fi!.pointee.fh, caller)
+            let grouped = fs.groupCommit.isRunning
+            try fs.sync(fi!.pointee.fh, caller, durable: !grouped)
+            if grouped {
+                fs.groupCommit.answerWhenDurable(req)
+                return
+            }
             fuse_reply_err(req, 0)
         }
     }

@@ -50,13 +50,17 @@ extension FileSystem {
             guard !state.lock.locked else { throw .locked }
             // New items are private: group and other bits are dropped; the owner's bits and
             // setuid, setgid and sticky stay, as chmod keeps them. The row's commit skips its
-            // fsync: this descriptor's close stores the item again, durably, before it returns.
+            // fsync. With a flusher the new empty item is a namespace change like mkdir, durable
+            // within the window, and a close stores only what was written through it: `echo >`
+            // closes the new file once before writing (open, dup2, close), and that close need
+            // not be a second durable commit. Without one (`--sync`) the close stores it durably.
             let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
                                             mode: UInt32(mode) & 0o7700, durable: false)
+            flusher?.changed()
             let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
-            item.dirty = true
+            item.dirty = flusher == nil
             let file = OpenFile(item: item, append: flags & O_APPEND != 0)
-            file.wrote = true
+            file.wrote = flusher == nil
             let handle = state.newHandle()
             state.openItems.add(file, handle: handle)
             state.lookups.add(UInt64(node.id.rawValue))
@@ -121,27 +125,29 @@ extension FileSystem {
         }
     }
 
-    /// flush (every close) and fsync: a descriptor that wrote stores the item's current
-    /// content, in one durable transaction, before the call returns.
-    func flush(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
-        try state.withLock { (state) throws(VaultError) in
-            guard let file = state.openItems.file(handle) else { return }
-            guard file.wrote || file.refusal != nil || file.item.stale else { return }
+    /// flush (every close): a descriptor that wrote stores the item's current content in one
+    /// transaction; `durable` false leaves its sync to the caller, which answers once
+    /// everything committed is durable (`GroupCommit`). Whether it stored anything.
+    func flush(_ handle: UInt64, _ caller: RequestContext, durable: Bool = true) throws(VaultError) -> Bool {
+        try state.withLock { (state) throws(VaultError) -> Bool in
+            guard let file = state.openItems.file(handle) else { return false }
+            guard file.wrote || file.refusal != nil || file.item.stale else { return false }
             try checkUsable(file)
-            try store(file.item, state)
+            return try store(file.item, state, durable: durable)
         }
     }
 
     /// fsync: the file's whole current content is made durable, whichever descriptor wrote it,
     /// as fsync on any descriptor of a file does, and so is every namespace change before it
-    /// (the rename that put it in place, say), as on a journaling filesystem.
-    func sync(_ handle: UInt64, _ caller: RequestContext) throws(VaultError) {
+    /// (the rename that put it in place, say), as on a journaling filesystem. `durable` false
+    /// leaves that sync to the caller (`GroupCommit`).
+    func sync(_ handle: UInt64, _ caller: RequestContext, durable: Bool = true) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard let file = state.openItems.file(handle) else { return }
             try checkUsable(file)
-            try store(file.item, state)
+            try store(file.item, state, durable: durable)
         }
-        try flusher?.syncNow()
+        if durable { try flusher?.syncNow() }
     }
 
     /// The last close of a descriptor: stores what it left unstored (a flush normally came
@@ -215,16 +221,21 @@ extension FileSystem {
         item.touched()
     }
 
-    /// Stores the item's content in one durable transaction; on failure it stays dirty and the
-    /// vault keeps the previous content. Every descriptor's writes so far go with it.
-    func store(_ item: OpenItem, _ state: borrowing State) throws(VaultError) {
-        guard item.dirty, !item.unlinked, !item.stale else { return }
+    /// Stores the item's content in one transaction, durable unless `durable` is false (the
+    /// caller syncs then); on failure it stays dirty and the vault keeps the previous content.
+    /// Every descriptor's writes so far go with it. Whether it stored anything.
+    @discardableResult
+    func store(_ item: OpenItem, _ state: borrowing State, durable: Bool = true) throws(VaultError) -> Bool {
+        guard item.dirty, !item.unlinked, !item.stale else { return false }
         do throws(VaultError) {
-            item.node = try vault.replaceContent(of: item.id, with: &item.content, modified: item.modified, changed: item.lastChange)
+            item.node = try vault.replaceContent(of: item.id, with: &item.content, modified: item.modified,
+                                                 changed: item.lastChange, durable: durable)
             item.dirty = false
             for other in state.openItems.descriptors(of: item) { other.wrote = false }
+            return true
         } catch .notFound {
             item.unlinked = true  // removed behind our back (the CLI): nothing to store into
+            return false
         }
     }
 }

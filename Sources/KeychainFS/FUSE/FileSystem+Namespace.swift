@@ -2,8 +2,9 @@ import Glibc
 import VaultCore
 
 /// lookup, forget, mkdir, rmdir, unlink, rename: the names in a dictionary. With a flusher,
-/// mkdir, rmdir, unlink and rename commit at once and are durable within its window (or at an
-/// fsync); without, before they return. mknod stays durable at once, as a written item's close.
+/// mkdir, mknod, rmdir, unlink and rename commit at once and are durable within its window (or
+/// at an fsync), as an empty item's create is; without, before they return. What a close
+/// stores (written content) is durable at the close either way.
 extension FileSystem {
     func lookup(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) -> Glibc.stat {
         try state.withLock { (state) throws(VaultError) in
@@ -36,7 +37,8 @@ extension FileSystem {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
-                                            mode: UInt32(mode) & 0o7700)
+                                            mode: UInt32(mode) & 0o7700, durable: flusher == nil)
+            flusher?.changed()
             state.lookups.add(UInt64(node.id.rawValue))
             return stat(of: node)
         }

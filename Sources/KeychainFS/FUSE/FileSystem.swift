@@ -51,10 +51,14 @@ final class FileSystem: Sendable {
     /// Syncs namespace changes within its window; nil: each is durable before its call returns
     /// (`--sync`, and file systems made without one).
     let flusher: CommitFlusher?
+    /// Syncs the stores of closes and fsyncs together and answers them (`MountDaemon` starts
+    /// it); while it is not running each store is durable before its call returns.
+    let groupCommit: GroupCommit
 
     init(vault: Vault, gate: AccessGate, flusher: CommitFlusher? = nil, onStart: @escaping @Sendable () -> Void) {
         self.vault = vault
         self.flusher = flusher
+        groupCommit = GroupCommit(vault: vault)
         self.gate = gate
         self.onStart = Mutex(onStart)
         ownerUID = getuid()
@@ -94,6 +98,7 @@ final class FileSystem: Sendable {
         sessionAddress.store(0, ordering: .sequentiallyConsistent)
         func busy() -> Bool {
             notifying.load(ordering: .sequentiallyConsistent) > 0 || answeringLater.load(ordering: .sequentiallyConsistent) > 0
+                || groupCommit.isAnswering
         }
         for _ in 0..<200 where busy() { usleep(10_000) }
         return !busy()
