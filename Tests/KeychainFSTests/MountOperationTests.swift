@@ -5,6 +5,24 @@ import Glibc
 import Testing
 
 @Suite struct MountOperationTests {
+    /// The kernel sends READs of at most 16 KiB (`FUSESession.maximumRead`); one read(2) of a
+    /// larger item still returns all of it, in as many READs as it takes.
+    @Test func oneReadReturnsALargeItemWholeThroughSmallReads() throws {
+        let m = try MountFixture()
+        let mounts = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)
+        let line = try #require(mounts.split(separator: "\n").first { $0.split(separator: " ").dropFirst().first.map(String.init) == m.mountpoint })
+        #expect(line.contains("max_read=16384"), "\(line)")
+        let content = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) }
+        #expect(writeFile(m.path("large"), content) == 0)
+        let fd = open(m.path("large"), O_RDONLY | O_CLOEXEC)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 131_072)
+        let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        #expect(got == content.count)
+        #expect(Array(buffer[..<max(got, 0)]) == content)
+    }
+
     @Test func filesAndDirectoriesRoundTrip() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("token"), Array("hello\n".utf8)) == 0)

@@ -163,6 +163,8 @@ enum FUSEOperations {
             conn.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
             conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         }
+        // libfuse wants the mount option's value again here (`FUSESession.maximumRead`).
+        conn.pointee.max_read = FUSESession.maximumRead
         let fs = Unmanaged<FileSystem>.fromOpaque(userdata!).takeUnretainedValue()
         fs.sessionDidStart()
     }
