@@ -120,7 +120,8 @@ def parallel(root):
 
 results = {}  # (workload, system) -> [seconds]
 logging_cost = {}  # "on"/"off" -> [seconds of `cat all`], access log on (default) and off
-sized = {}  # items -> (populate, mount, RSS MiB, set, setxattr each, find, ls -lR just after mounting)
+sized = {}  # items -> (populate, mount, RSS MiB, set, setxattr each, find, ls -lR just after mounting, find of the tree)
+scale = {}  # (workload, items in the vault) -> [µs per item]
 commit_us = {}  # "FULL"/"NORMAL" -> µs of one SQLite WAL commit with and without its fdatasync
 lookups = {}  # (call, system) -> [seconds of args.lookups calls]
 unavailable = {}  # system -> why it could not be measured
@@ -174,16 +175,50 @@ def filesystem_workloads():
     return kfs
 
 
+MOUNT_SAME_KDF = "mount, a 64 MiB KDF each (gocryptfs default, KeychainFS `interactive`)"
+MOUNT_DEFAULTS = "mount, each one's default KDF (KeychainFS `moderate`, 256 MiB)"
+MOUNT_CHEAP = "mount, gocryptfs with scrypt N=2^10 (its mount without the KDF)"
+# Per-item workloads run again inside each sized vault (SCALE_ITEMS items each): how their cost
+# grows with the vault.
+SCALE_ITEMS = 1000
+
+
+def scale_workloads(mp, size):
+    d = os.path.join(mp, "scale")
+    n = SCALE_ITEMS
+    echo = 'd="%s"; mkdir "$d"; for i in $(seq 1 ' + str(n) + '); do printf "%%063d\\n" $i > "$d/s$i"; done'
+    fsync = create_fsync.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
+    rename = rename_all.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
+    delete = delete_all.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
+    for run in range(min(args.runs, 3)):
+        per = lambda label, seconds, count=n: scale.setdefault((label, size), []).append(seconds / count * 1e6)
+        per("create (echo >)", timed(["bash", "-c", echo % d]))
+        per("cat", timed("cat %s/* > /dev/null" % d))
+        per("stat (ls -l of the dictionary)", timed("ls -l %s > /dev/null" % d))
+        per("rename", timed(["python3", "-c", rename, d]))
+        per("delete", timed(["python3", "-c", delete, d]))
+        per("create, fsync each", timed(["python3", "-c", fsync, d + "f"]))
+        sh("rm -rf %sf" % d)
+        start = time.perf_counter(); parallel(d + "p")
+        per("8 processes create + read, per item", time.perf_counter() - start, PARALLEL * PER_PROCESS)
+        sh("rm -rf %sp" % d)
+        per("1 MiB item written and read", timed(["python3", "-c", big_item, d + "big"]), 100)
+        sh("rm -f %sbig" % d)
+
+
 def mount_times_and_vault_sizes(kfs):
-    # Mount times: with the KDF as configured by default, and with a cheap one.
+    # Mount times. The same KDF memory on both sides first: gocryptfs's default scrypt (N=2^16,
+    # r=8: 64 MiB) against the `interactive` preset (Argon2id, 64 MiB); then each one's default
+    # (KeychainFS's `moderate` is 256 MiB); then gocryptfs with scrypt N=2^10, which shows what
+    # its mount costs besides the KDF.
     gocryptfs_init("gcipher-cheap", "-scryptn", "10")
     sh([KFS, "init", "--vault", os.path.join(work, "moderate.vault"), "--passphrase-file", PW, "--kdf", "moderate"])
     for run in range(args.runs):
-        for label, cipher in [("mount (default KDF)", "gcipher"), ("mount (cheap KDF)", "gcipher-cheap")]:
+        for label, cipher in [(MOUNT_SAME_KDF, "gcipher"), (MOUNT_DEFAULTS, "gcipher"), (MOUNT_CHEAP, "gcipher-cheap")]:
             mp = os.path.join(work, "m-g")
             start = time.perf_counter(); gocryptfs_mount(os.path.join(work, cipher), mp); record(label, "gocryptfs", time.perf_counter() - start)
             unmount(mp)
-        for label, vault in [("mount (default KDF)", "moderate.vault"), ("mount (cheap KDF)", "bench.vault")]:
+        for label, vault in [(MOUNT_DEFAULTS, "moderate.vault"), (MOUNT_SAME_KDF, "bench.vault")]:
             mp = os.path.join(work, "m-k")
             if vault == "bench.vault":
                 kfs_unmount(kfs)
@@ -215,11 +250,14 @@ def mount_times_and_vault_sizes(kfs):
         if labelled.returncode not in (0, 3):
             raise RuntimeError("setting attributes failed: " + labelled.stderr)
         kfs_unmount(mp)
-        mounts, rss, listings = [], [], []
+        mounts, rss, listings, walks = [], [], [], []
         for run in range(args.runs):
             start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
             listings.append(timed("ls -lR %s > /dev/null" % mp))
+            walks.append(timed("find %s -type f > /dev/null" % mp))
             rss.append(rss_mib(daemon_pid(mp)))
+            if run == 0:
+                scale_workloads(mp, size)
             kfs_unmount(mp)
         sets = [timed([KFS, "set", "--vault", vault, "--passphrase-file", PW, "bench/key", "value-%d" % run]) for run in range(args.runs)]
         finds = None
@@ -227,7 +265,7 @@ def mount_times_and_vault_sizes(kfs):
             finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
                                       for run in range(args.runs))
         sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds,
-                       statistics.median(listings))
+                       statistics.median(listings), statistics.median(walks))
 
 
 def durable_commit_cost():
@@ -556,13 +594,26 @@ if logging_cost:
     lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."
               % (on, off, on / off)]
 if sized:
-    lines += ["", "| items in the vault | time to add them through the mount | mount time | `ls -lR` after mounting "
-              "| daemon RSS after it | `keychainfs set` | time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
-              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s) in sorted(sized.items()):
-        lines.append("| %d | %.1f s | %.3f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
-            size, populate_seconds, mount_s, list_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
+    lines += ["", "| items in the vault | time to add them through the mount | mount time | `ls -lR` after mounting | `find -type f` after it "
+              "| daemon RSS after them | `keychainfs set` | time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s) in sorted(sized.items()):
+        lines.append("| %d | %.1f s | %.3f s | %.3f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
+            size, populate_seconds, mount_s, list_s, walk_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
             "%.3f s" % find_s if find_s is not None else ""))
+if scale:
+    sizes_seen = sorted({size for (_workload, size) in scale})
+    names = []
+    for (workload, _size) in scale:
+        if workload not in names:
+            names.append(workload)
+    lines += ["", "Each workload again, %d items, in a dictionary of its own inside each sized vault: µs per item (medians of %d runs)."
+              % (SCALE_ITEMS, min(args.runs, 3)), "",
+              "| workload | " + " | ".join("%d items" % size for size in sizes_seen) + " | largest / smallest |",
+              "| --- | " + " | ".join("---:" for _ in sizes_seen) + " | ---: |"]
+    for workload in names:
+        cells = [statistics.median(scale[(workload, size)]) for size in sizes_seen]
+        lines.append("| %s | %s | %.2f |" % (workload, " | ".join("%.0f" % c for c in cells), cells[-1] / cells[0]))
 per_call = {key: statistics.median(seconds) / args.lookups for key, seconds in lookups.items()}  # seconds per call
 ss_lookup = per_call.get(("secret-tool lookup", "keychainfs"))
 ss_gnome = per_call.get(("secret-tool lookup", "gnome-keyring"))
@@ -599,11 +650,14 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
         csv.write('"cat all log on",,,%f,,\n"cat all log off",,,%f,,\n' % (statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])))
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s) in sorted(sized.items()):
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s) in sorted(sized.items()):
+        csv.write('"items=%d find -type f",,,%f,,\n' % (size, walk_s))
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
         csv.write('"items=%d ls -lR",,,%f,,\n' % (size, list_s))
         if find_s is not None:
             csv.write('"items=%d setxattr each",,,%f,,\n"items=%d find",,,%f,,\n' % (size, label_s, size, find_s))
+    for (workload, size), per_item in scale.items():
+        csv.write('"items=%d %s, us per item",,,%f,,\n' % (size, workload, statistics.median(per_item)))
     if ss_lookup is not None:
         csv.write('"secret-tool lookup, s per call",,,%s,,,%s,%s\n' % (f(ss_lookup, 6), f(ss_gnome, 6), f(ss_lookup / ss_gnome, 3) if ss_gnome else ""))
         csv.write('"cat login/%s, s per call",,,%s,,,,\n' % (SS_LABEL, f(ss_cat, 6)))
