@@ -16,7 +16,7 @@ import VaultCore
 /// What waits in memory is ids, times, pids, executables, units and denial reasons, none of
 /// them secret; a name (of an entry about to be created) is an `ItemName`, wiped with its last
 /// copy. Paths exist only from the flush on, in wiped names, then in the batch's locked memory.
-final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used only through its pointer
+final class AccessLogWriter: Sendable {
     private struct Pending {
         var entry: AccessLogEntry
         /// An entry of `entry.node` that the access was about (a create): appended to its path.
@@ -30,10 +30,10 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
     private let pending = Mutex<[Pending]>([])
     /// One flush at a time, so batches commit in the order their entries were recorded.
     private let flushing = Mutex<Void>(())
-    private let wakeup: UnsafeMutablePointer<sem_t>
+    private let wakeup = Semaphore()
     private let stopping = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
-    private let stoppedThread: UnsafeMutablePointer<sem_t>
+    private let stoppedThread = Semaphore()
     /// The flush thread waits this long after a flush before the next.
     static let interval: Int64 = 1_000_000_000
 
@@ -44,18 +44,8 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
         self.vault = vault
         self.bounds = bounds
         sealer = try vault.accessLogSealer()
-        wakeup = .allocate(capacity: 1)
-        sem_init(wakeup, 0, 0)
-        stoppedThread = .allocate(capacity: 1)
-        sem_init(stoppedThread, 0, 0)
     }
 
-    deinit {
-        sem_destroy(wakeup)
-        wakeup.deallocate()
-        sem_destroy(stoppedThread)
-        stoppedThread.deallocate()
-    }
 
     /// A daemon's writer, started (nil when `bounds` turn logging off); made while the vault
     /// is unlocked.
@@ -97,7 +87,7 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
             return pending.count == 1
         }
         // Only the first entry of a batch wakes the flush thread: one post per batch.
-        if wasEmpty { sem_post(wakeup) }
+        if wasEmpty { wakeup.signal() }
     }
 
     /// Entries recorded and not yet committed.
@@ -111,7 +101,7 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
         HelperThread.start { [self] in
             var lastFlush = ProcessLabels.monotonicNanoseconds() - AccessLogWriter.interval
             while !stopping.load(ordering: .acquiring) {
-                while sem_wait(wakeup) != 0 && errno == EINTR {}
+                wakeup.wait()
                 if stopping.load(ordering: .acquiring) { break }
                 let wait = lastFlush + AccessLogWriter.interval - ProcessLabels.monotonicNanoseconds()
                 if wait > 0 {
@@ -122,7 +112,7 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
                 lastFlush = ProcessLabels.monotonicNanoseconds()
                 flushReportingFailure()
             }
-            sem_post(stoppedThread)
+            stoppedThread.signal()
         }
     }
 
@@ -162,8 +152,8 @@ final class AccessLogWriter: @unchecked Sendable {  // the semaphore is used onl
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if started.load(ordering: .acquiring) {
-            sem_post(wakeup)
-            while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+            wakeup.signal()
+            stoppedThread.wait()
         }
         flushReportingFailure()
     }

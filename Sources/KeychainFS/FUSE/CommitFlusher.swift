@@ -10,7 +10,7 @@ import VaultCore
 /// or one synchronous commit on PostgreSQL), however many came meanwhile. A power loss may
 /// lose the changes of the last window and its sync. A written item is still durable at its
 /// close, and fsync of a file or a directory (`syncNow`) makes everything before it durable.
-final class CommitFlusher: @unchecked Sendable {  // the semaphores are used only through their pointers
+final class CommitFlusher: Sendable {
     private let vault: Vault
     /// How long after the first unsynced change its sync starts.
     let window: Duration
@@ -18,8 +18,8 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
     private let scheduled = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
-    private let wakeup: UnsafeMutablePointer<sem_t>
-    private let stoppedThread: UnsafeMutablePointer<sem_t>
+    private let wakeup = Semaphore()
+    private let stoppedThread = Semaphore()
     /// A pipe `stop` writes to, ending the window's wait at once: read end, write end.
     private let stopSignal: Int32
     private let stopSignalWriter: Int32
@@ -32,10 +32,6 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
     init(vault: Vault, window: Duration = CommitFlusher.defaultWindow) {
         self.vault = vault
         self.window = window
-        wakeup = .allocate(capacity: 1)
-        sem_init(wakeup, 0, 0)
-        stoppedThread = .allocate(capacity: 1)
-        sem_init(stoppedThread, 0, 0)
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -44,10 +40,6 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
     }
 
     deinit {
-        sem_destroy(wakeup)
-        wakeup.deallocate()
-        sem_destroy(stoppedThread)
-        stoppedThread.deallocate()
         for end in [stopSignal, stopSignalWriter] where end >= 0 { close(end) }
     }
 
@@ -56,7 +48,7 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
 
     /// After a commit made with `durable: false`: the next sync takes it (one post per batch).
     func changed() {
-        if !scheduled.exchange(true, ordering: .acquiringAndReleasing) { sem_post(wakeup) }
+        if !scheduled.exchange(true, ordering: .acquiringAndReleasing) { wakeup.signal() }
     }
 
     /// fsync of a directory or a file: everything committed so far is durable on return.
@@ -71,7 +63,7 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         let running = HelperThread.start { [self] in
             while !stopping.load(ordering: .acquiring) {
-                while sem_wait(wakeup) != 0 && errno == EINTR {}
+                wakeup.wait()
                 if stopping.load(ordering: .acquiring) { break }
                 // The window, cut short by `stop` only (which syncs what is left).
                 if stopRequested(within: window) { break }
@@ -80,7 +72,7 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
                 scheduled.store(false, ordering: .releasing)
                 syncReportingFailure()
             }
-            sem_post(stoppedThread)
+            stoppedThread.signal()
         }
         if !running { started.store(false, ordering: .releasing) }
         return running
@@ -107,8 +99,8 @@ final class CommitFlusher: @unchecked Sendable {  // the semaphores are used onl
         if started.load(ordering: .acquiring) {
             var one: UInt8 = 1
             _ = write(stopSignalWriter, &one, 1)
-            sem_post(wakeup)
-            while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+            wakeup.signal()
+            stoppedThread.wait()
         }
         syncReportingFailure()
     }

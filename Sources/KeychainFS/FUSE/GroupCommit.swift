@@ -7,10 +7,10 @@ import VaultCore
 /// (committed: seen by every reader and kept through a crash of the daemon) without a sync of
 /// its own, and is answered from this thread after one sync of everything committed so far
 /// (`Vault.syncCarriedCommits`: one fdatasync of the WAL, or one synchronous commit on
-/// PostgreSQL). Closes that arrive while a sync runs share the next one, so writers closing at
-/// once pay for one sync or two instead of one each, and the session loop goes on serving
+/// PostgreSQL). Closes that arrive while a sync runs share the next one (eight writers at once:
+/// 2 874 syncs for 4 000 closes, see README "Speed"), and the session loop goes on serving
 /// meanwhile. A close or fsync still returns only once what it stored is durable.
-final class GroupCommit: @unchecked Sendable {  // the semaphores are used only through their pointers
+final class GroupCommit: Sendable {
     /// A request answered once the sync after its commit is done.
     private struct Waiting: @unchecked Sendable {  // libfuse answers a request from any thread
         let req: fuse_req_t?
@@ -20,24 +20,13 @@ final class GroupCommit: @unchecked Sendable {  // the semaphores are used only 
     private let waiting = Mutex<[Waiting]>([])
     /// Requests taken and not answered yet: the session is not destroyed under them.
     private let unanswered = Atomic<Int>(0)
-    private let wakeup: UnsafeMutablePointer<sem_t>
-    private let stoppedThread: UnsafeMutablePointer<sem_t>
+    private let wakeup = Semaphore()
+    private let stoppedThread = Semaphore()
     private let stopping = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
 
     init(vault: Vault) {
         self.vault = vault
-        wakeup = .allocate(capacity: 1)
-        sem_init(wakeup, 0, 0)
-        stoppedThread = .allocate(capacity: 1)
-        sem_init(stoppedThread, 0, 0)
-    }
-
-    deinit {
-        sem_destroy(wakeup)
-        wakeup.deallocate()
-        sem_destroy(stoppedThread)
-        stoppedThread.deallocate()
     }
 
     /// Whether its thread runs; without it, every close syncs its own commit.
@@ -50,7 +39,7 @@ final class GroupCommit: @unchecked Sendable {  // the semaphores are used only 
     func answerWhenDurable(_ req: fuse_req_t?) {
         unanswered.add(1, ordering: .sequentiallyConsistent)
         waiting.withLock { $0.append(Waiting(req: req)) }
-        sem_post(wakeup)
+        wakeup.signal()
     }
 
     /// Starts the thread; false when it could not be started (the caller then syncs each itself).
@@ -60,7 +49,7 @@ final class GroupCommit: @unchecked Sendable {  // the semaphores are used only 
             while true {
                 // Once stopping, whatever is left is answered without waiting for a post.
                 if !stopping.load(ordering: .acquiring) {
-                    while sem_wait(wakeup) != 0 && errno == EINTR {}
+                    wakeup.wait()
                 }
                 let batch = waiting.withLock { (list) -> [Waiting] in
                     defer { list.removeAll(keepingCapacity: true) }
@@ -83,7 +72,7 @@ final class GroupCommit: @unchecked Sendable {  // the semaphores are used only 
                 for request in batch { fuse_reply_err(request.req, status) }
                 unanswered.subtract(batch.count, ordering: .sequentiallyConsistent)
             }
-            sem_post(stoppedThread)
+            stoppedThread.signal()
         }
         if !running { started.store(false, ordering: .releasing) }
         return running
@@ -92,7 +81,7 @@ final class GroupCommit: @unchecked Sendable {  // the semaphores are used only 
     /// Answers what waits and ends the thread (unmount, once no request can come).
     func stop() {
         guard started.load(ordering: .acquiring), !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        sem_post(wakeup)
-        while sem_wait(stoppedThread) != 0 && errno == EINTR {}
+        wakeup.signal()
+        stoppedThread.wait()
     }
 }

@@ -1,0 +1,26 @@
+import Glibc
+
+/// A POSIX semaphore for a helper thread: its wake-ups, and telling that it ended. Allocated
+/// once, so its address never moves (a sem_t must not be copied), and destroyed with its owner.
+final class Semaphore: @unchecked Sendable {  // sem_post and sem_wait are made for threads
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    init() {
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    func signal() {
+        sem_post(semaphore)
+    }
+
+    /// Until a signal, through interruptions by signals.
+    func wait() {
+        while sem_wait(semaphore) != 0 && errno == EINTR {}
+    }
+}
