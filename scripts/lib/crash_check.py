@@ -45,6 +45,8 @@ def applied(state, words):
         state.pop(words[1], None)
     elif kind == "mkdir":
         state[words[1]] = "dir"
+    elif kind == "create":
+        state[words[1]] = ""
     return state
 
 

@@ -1,5 +1,5 @@
-"""A writer for scripts/crash-test: writes random values, renames, unlinks, makes and removes a
-dictionary through the mount, and records each change in a log only after its call returned
+"""A writer for scripts/crash-test: writes random values, creates empty files, renames, unlinks,
+makes and removes a dictionary through the mount, and records each change in a log only after its call returned
 success (a write: after close()), so the log lists acknowledged changes only. Each line is
 `attempt ...` before the call and `done ...` after, with the monotonic time of the line.
   crash_writer.py MOUNTPOINT WRITER LOG SEED [ONLY_NAMESPACE_AFTER_SECONDS]
@@ -64,7 +64,16 @@ while True:
         victim = rng.choice(items)
         change(["unlink", victim], lambda: os.unlink(os.path.join(directory, victim)))
         names.discard(victim)
-    elif roll < 0.4 or not writing:
+    elif roll < (0.45 if writing else 0.6):
+        # An empty file created and closed: a namespace change, durable within the window.
+        name = "e%d" % rng.randrange(12)
+        if name in names:
+            change(["unlink", name], lambda: os.unlink(os.path.join(directory, name)))
+            names.discard(name)
+        else:
+            change(["create", name], lambda: os.close(os.open(os.path.join(directory, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)))
+            names.add(name)
+    elif roll < 0.5 or not writing:
         if "sub" in names:
             change(["rmdir", "sub"], lambda: os.rmdir(os.path.join(directory, "sub")))
             names.discard("sub")
