@@ -92,12 +92,21 @@ def rss_mib(pid):
 
 
 N = args.secrets
-create_echo = 'd="%s"; mkdir "$d"; for i in $(seq 1 ' + str(N) + '); do printf "%%063d\\n" $i > "$d/s$i"; done'
-create_fsync = ("import os,sys\nd=sys.argv[1]\nos.mkdir(d)\nfor i in range(1,%d):\n"
-                " fd=os.open('%%s/s%%d'%%(d,i),os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o600)\n"
-                " os.write(fd,b'%%063d\\n'%%i); os.fsync(fd); os.close(fd)\n") % (N + 1)
-rename_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s/s%%d'%%(d,i),'%%s/r%%d'%%(d,i))\n" % (N + 1)
-delete_all = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s/r%%d'%%(d,i))\nos.rmdir(d)\n" % (N + 1)
+
+
+def workload_scripts(n):
+    """The per-item workloads over n secrets: `echo >` create (a bash line taking the dictionary
+    for %s), and create with fsync, rename and delete (Python taking it as argv[1])."""
+    echo = 'd="%s"; mkdir "$d"; for i in $(seq 1 ' + str(n) + '); do printf "%%063d\\n" $i > "$d/s$i"; done'
+    fsync = ("import os,sys\nd=sys.argv[1]\nos.mkdir(d)\nfor i in range(1,%d):\n"
+             " fd=os.open('%%s/s%%d'%%(d,i),os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o600)\n"
+             " os.write(fd,b'%%063d\\n'%%i); os.fsync(fd); os.close(fd)\n") % (n + 1)
+    rename = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s/s%%d'%%(d,i),'%%s/r%%d'%%(d,i))\n" % (n + 1)
+    delete = "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.unlink('%%s/r%%d'%%(d,i))\nos.rmdir(d)\n" % (n + 1)
+    return echo, fsync, rename, delete
+
+
+create_echo, create_fsync, rename_all, delete_all = workload_scripts(N)
 # Eight processes at once, each creating 500 secrets in a dictionary of its own and reading them
 # back: the wall time until the last is done (throughput is 8 x 500 / that).
 PARALLEL, PER_PROCESS = 8, 500
@@ -186,10 +195,7 @@ SCALE_ITEMS = 1000
 def scale_workloads(mp, size):
     d = os.path.join(mp, "scale")
     n = SCALE_ITEMS
-    echo = 'd="%s"; mkdir "$d"; for i in $(seq 1 ' + str(n) + '); do printf "%%063d\\n" $i > "$d/s$i"; done'
-    fsync = create_fsync.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
-    rename = rename_all.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
-    delete = delete_all.replace("range(1,%d)" % (N + 1), "range(1,%d)" % (n + 1))
+    echo, fsync, rename, delete = workload_scripts(n)
     for run in range(min(args.runs, 3)):
         per = lambda label, seconds, count=n: scale.setdefault((label, size), []).append(seconds / count * 1e6)
         per("create (echo >)", timed(["bash", "-c", echo % d]))

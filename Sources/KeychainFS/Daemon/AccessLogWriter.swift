@@ -46,7 +46,6 @@ final class AccessLogWriter: Sendable {
         sealer = try vault.accessLogSealer()
     }
 
-
     /// A daemon's writer, started (nil when `bounds` turn logging off); made while the vault
     /// is unlocked.
     static func started(vault: Vault, bounds: AccessLogBounds) throws(CommandFailure) -> AccessLogWriter? {

@@ -9,7 +9,6 @@ enum FUSESession {
         let message: String
     }
 
-    /// `kernelOptions`: mount flags asked for through mount(8) (ro, noexec), passed to the kernel.
     /// 200 µs: longer than the gap between one request's answer and the next request of a
     /// program working the mount (a wake-up of an idle CPU alone is tens of µs on this VM), so
     /// a busy program's requests are picked up without one; see README "Speed".
@@ -21,6 +20,7 @@ enum FUSESession {
     /// certificates) in one READ; a 1 MiB item takes 64 instead of 8 (see README "Speed").
     static let maximumRead: UInt32 = 16384
 
+    /// `kernelOptions`: mount flags asked for through mount(8) (ro, noexec), passed to the kernel.
     /// `busyPollMicroseconds`: how long the loop polls for the next request before it sleeps.
     static func serve(_ fileSystem: FileSystem, at mountpoint: String, kernelOptions: [String] = [],
                       busyPollMicroseconds: Int = defaultBusyPollMicroseconds) throws(MountFailure) {
