@@ -8,8 +8,59 @@
 #include <linux/fs.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
+#include <string.h>
+#include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/xattr.h>
+#include <poll.h>
+
+/* pidfd_open(2): glibc's wrapper is declared only under _GNU_SOURCE. PIDFD_THREAD (Linux 6.9)
+   lets a pidfd name a thread, as FUSE requests do (they carry a thread's id). */
+static inline int clinux_pidfd_open(pid_t pid, int thread) {
+    return (int)syscall(SYS_pidfd_open, pid, thread ? O_EXCL : 0);
+}
+
+/* SO_PASSPIDFD and SCM_PIDFD (Linux 6.5) are missing from older headers. */
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#ifndef SCM_CREDENTIALS
+#define SCM_CREDENTIALS 0x02
+#endif
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04
+#endif
+static inline int clinux_so_passpidfd(void) { return SO_PASSPIDFD; }
+static inline int clinux_so_passcred(void) { return SO_PASSCRED; }
+
+/* recvmsg with room for one SCM_CREDENTIALS and one SCM_PIDFD message: the CMSG_* macros and
+   struct ucred (hidden behind _GNU_SOURCE) are out of Swift's reach. *pidfd is -1 when the
+   kernel sent none; *pid is 0 when no credentials came. */
+static inline ssize_t clinux_recv_with_sender(int fd, void *buffer, size_t length,
+                                              pid_t *pid, uid_t *uid, gid_t *gid, int *pidfd) {
+    struct iovec iov = { buffer, length };
+    union { char bytes[CMSG_SPACE(sizeof(struct { pid_t p; uid_t u; gid_t g; })) + CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align; } control;
+    struct msghdr message = { 0 };
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    *pid = 0; *pidfd = -1;
+    ssize_t count = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    if (count < 0) return count;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+        if (c->cmsg_type == SCM_CREDENTIALS) {
+            struct { pid_t p; uid_t u; gid_t g; } credentials;
+            memcpy(&credentials, CMSG_DATA(c), sizeof credentials);
+            *pid = credentials.p; *uid = credentials.u; *gid = credentials.g;
+        } else if (c->cmsg_type == SCM_PIDFD) {
+            memcpy(pidfd, CMSG_DATA(c), sizeof(int));
+        }
+    }
+    return count;
+}
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {

@@ -15,6 +15,9 @@ struct AccessCheck: Sendable {
     /// An open of an item: recorded in the access log whether or not a rule governs it. Other
     /// checks are recorded when a rule governs them or they are refused.
     var isItemOpen = false
+    /// A read or write through an open descriptor: logged only when refused, or every read of
+    /// an admitted program would fill the log.
+    var isDescriptorUse = false
 
     /// The node, when the check names one (not an entry to be looked up).
     var nodeID: NodeID? {
@@ -27,6 +30,13 @@ struct AccessCheck: Sendable {
     static func write(_ inode: UInt64) -> AccessCheck { AccessCheck(access: .write, target: .node(NodeID(Int64(inode)))) }
     static func write(_ parent: UInt64, _ name: ItemName) -> AccessCheck {
         AccessCheck(access: .write, target: .entry(parent: NodeID(Int64(parent)), name: name))
+    }
+
+    /// A read or write through a descriptor of the item `inode`.
+    static func use(_ inode: UInt64, _ access: Access) -> AccessCheck {
+        var check = AccessCheck(access: access, target: .node(NodeID(Int64(inode))))
+        check.isDescriptorUse = true
+        return check
     }
 
     /// What an open with `flags` does: reading unless it may write or truncates.

@@ -74,7 +74,7 @@ final class AccessGate: Sendable {
                 }
                 let who = identity ?? caller.identity()
                 identity = who
-                switch policy.decide(set, identity: who, access: check.access) {
+                switch policy.decide(set, identity: who, access: check.access, channel: caller.channel) {
                 case .allow:
                     governed.append((check, node))
                 case .deny(let denial):
@@ -95,6 +95,8 @@ final class AccessGate: Sendable {
     }
 
     private func record(_ check: AccessCheck, node: NodeID?, _ caller: RequestContext, _ decision: LoggedDecision) {
+        // A descriptor's reads and writes are judged each time, and logged only when refused.
+        if check.isDescriptorUse, case .allowed = decision { return }
         log?.record(pid: caller.pid, access: LoggedAccess(check.access), decision: decision, node: node)
     }
 

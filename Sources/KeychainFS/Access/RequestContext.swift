@@ -1,16 +1,27 @@
 import Glibc
 import VaultCore
 
-/// Who asks: the process behind a request, as the kernel reports it.
+/// Who asks: the process behind a request, as the kernel reports it, and the way in it took.
 struct RequestContext: Sendable {
     let uid: uid_t
     let gid: gid_t
     let pid: pid_t
+    let channel: AccessChannel
+    /// The process already pinned by the kernel's own pidfd (a control socket message).
+    private let pinned: ProcessIdentity?
+
+    init(uid: uid_t, gid: gid_t, pid: pid_t, channel: AccessChannel = .request, pinned: ProcessIdentity? = nil) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.channel = channel
+        self.pinned = pinned
+    }
 
     /// Requests the daemon makes of itself (none today) and tests of the driver's tables.
     static let daemon = RequestContext(uid: getuid(), gid: getgid(), pid: getpid())
 
     /// The process as access rules see it (its executable and unit, read from /proc only when
-    /// a rule asks).
-    func identity() -> ProcessIdentity { ProcessIdentity(pid: pid) }
+    /// a rule asks), pinned now if the kernel did not pin it already.
+    func identity() -> ProcessIdentity { pinned ?? ProcessIdentity(pid: pid) }
 }

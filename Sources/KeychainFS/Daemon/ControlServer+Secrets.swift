@@ -11,11 +11,12 @@ extension ControlServer {
     /// A path is at most this long: the vault's own limit on a path.
     static let maximumPathBytes = 4096
 
-    func serveSecret(_ connection: Int32, listing: Bool, pathBytes count: Int, caller: RequestContext) {
+    func serveSecret(_ connection: Int32, listing: Bool, pathBytes count: Int, sender: MessageSender) {
+        let caller = sender.context
         do throws(VaultError) {
             var pathBuffer = try SecureBuffer(capacity: count)
-            guard try SecretInput.read(connection, into: &pathBuffer, exactly: count) else {
-                refuse(connection, .shortPath, .usage, "short path")
+            guard try readPath(connection, into: &pathBuffer, exactly: count, from: sender) else {
+                refuse(connection, .shortPath, .usage, "short path, or written by another process than the request")
                 return
             }
             let path = try pathBuffer.withUnsafeBytes { (bytes) throws(VaultError) -> VaultPath in
@@ -40,23 +41,29 @@ extension ControlServer {
         }
     }
 
-    /// Throws the refusal unless the rules let `caller` have the access, asking for a
-    /// confirmation (on this request's own thread) when a `--confirm` rule says so, then
-    /// deciding again as the mount does: a rule may change while the user is asked (answers
-    /// given are remembered, so no one is asked twice for one request; a confirm rule never
-    /// evaluates to allowed, so the second ask is what admits).
+    /// Throws the refusal unless the rules let `caller` have the access, asking on this
+    /// connection's own thread when a `--confirm` rule says so.
     private func admit(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) {
-        guard case .needsConfirmation(let pending) = try verdict(check, caller) else { return }
-        if let denial = fileSystem.gate.confirm(pending) { throw .accessDenied(denial) }
-        guard case .needsConfirmation(let again) = try verdict(check, caller) else { return }
-        if let denial = fileSystem.gate.confirm(again) { throw .accessDenied(denial) }
+        if let refusal = fileSystem.gate.admitWaiting([check], caller) { throw refusal }
     }
 
-    /// The gate's verdict; a refusal thrown.
-    private func verdict(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) -> AccessGate.Verdict {
-        let verdict = fileSystem.gate.evaluate([check], caller)
-        if case .refused(let error) = verdict { throw error }
-        return verdict
+    /// The path's bytes, all from the writer of the request line; false on an early end or
+    /// bytes from anyone else.
+    private func readPath(_ connection: Int32, into buffer: inout SecureBuffer, exactly count: Int,
+                          from sender: MessageSender) throws(VaultError) -> Bool {
+        try buffer.reserve(count)
+        while buffer.count < count {
+            var from: MessageSender? = nil
+            let before = buffer.count
+            buffer.withUnsafeMutableStorage { storage in
+                let room = UnsafeMutableRawBufferPointer(rebasing: storage[before..<count])
+                let got: Int
+                (got, from) = MessageSender.receive(connection, into: room)
+                return before + max(got, 0)
+            }
+            guard buffer.count > before, let from, from.isSameWriter(as: sender) else { return false }
+        }
+        return true
     }
 
     /// The names of the items (not dictionaries) directly in the dictionary at `path`, each

@@ -25,6 +25,9 @@ final class ControlServer: Sendable {
         path = RuntimeState.socketPath(for: mountpoint)
         unlink(path)
         listener = try ControlSocket.listen(at: path)
+        // On the listener, which connections inherit at connect(): a client may write before the
+        // daemon accepts, and the kernel records who wrote only if the receiver asks by then.
+        MessageSender.enable(on: listener)
     }
 
     func start() {
@@ -59,9 +62,10 @@ final class ControlServer: Sendable {
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        MessageSender.enable(on: connection)
         // The request line is short and parsed as bytes, then wiped: a passphrase sent by
         // mistake in its place must not linger in a Swift string.
-        var line = ControlSocket.readRequestLine(connection)
+        var (line, sender) = ControlSocket.readRequestLine(connection)
         defer { wipe(&line) }
         let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
         switch words.first {
@@ -96,8 +100,13 @@ final class ControlServer: Sendable {
                 refuse(connection, .malformedRead, .usage, "malformed \(words[0]) request")
                 return
             }
-            serveSecret(connection, listing: words[0] == "list", pathBytes: count,
-                        caller: RequestContext(uid: peer, gid: peerGroup, pid: peerPID))
+            // Judged as the process that wrote the request, not the one that connected: that
+            // one may have exec'd an admitted program and left its socket to another.
+            guard let sender, sender.uid == peer else {
+                refuse(connection, .unknownWriter, .failure, "permission denied: the request's writer cannot be told")
+                return
+            }
+            serveSecret(connection, listing: words[0] == "list", pathBytes: count, sender: sender)
         default:
             refuse(connection, .unknownRequest, .usage, "unknown request")
         }

@@ -65,18 +65,26 @@ enum ControlSocket {
 
     /// A request line: at most 32 bytes (the longest valid one is `unlock 4096`), within the
     /// socket's receive timeout for each byte and 5 s in all.
-    static func readRequestLine(_ fd: Int32) -> [UInt8] {
+    /// The request line and who wrote it: every byte of it must come from one writer (nil
+    /// sender otherwise, or when the kernel named none).
+    static func readRequestLine(_ fd: Int32) -> (line: [UInt8], sender: MessageSender?) {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
+        var sender: MessageSender? = nil
+        var mixed = false
         let deadline = FileSystem.monotonicSeconds() + 5
         while bytes.count < 32 && FileSystem.monotonicSeconds() <= deadline {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
+            let (n, from) = withUnsafeMutableBytes(of: &byte) { MessageSender.receive(fd, into: $0) }
             if n <= 0 || byte == 0x0A { break }
+            if let first = sender {
+                if from.map({ !$0.isSameWriter(as: first) }) ?? true { mixed = true }
+            } else if bytes.isEmpty {
+                sender = from
+            }
             bytes.append(byte)
         }
         byte = 0
-        return bytes
+        return (bytes, mixed ? nil : sender)
     }
 
     static func readLine(_ fd: Int32, limit: Int = 65536) -> String {

@@ -16,6 +16,8 @@ enum DaemonLog {
         case shortPassphrase
         case malformedRead
         case shortPath
+        /// A `read` or `list` whose writer the kernel did not name, or whose bytes came from more than one process.
+        case unknownWriter
     }
 
     enum Event {
@@ -102,7 +104,9 @@ enum DaemonLog {
             case .refused(.malformedRead):
                 "refused a control request: malformed read or list request"
             case .refused(.shortPath):
-                "refused a control request: the read or list request ended before its path"
+                "refused a control request: the read or list request ended before its path, or another process wrote part of it"
+            case .refused(.unknownWriter):
+                "refused a control request: the kernel did not name one process as the writer of the read or list request"
             case .refused(.shortPassphrase):
                 "refused a control request: the unlock request ended before its passphrase"
             case .deadMountCleared:

@@ -26,8 +26,8 @@ enum FUSEOperations {
         }
         ops.open = { req, ino, fi in FUSEOperations.open(req, ino, fi) }
         ops.create = { req, parent, name, mode, fi in FUSEOperations.create(req, parent, name, mode, fi) }
-        ops.read = { req, _, size, offset, fi in FUSEOperations.read(req, size, offset, fi) }
-        ops.write = { req, _, buf, size, offset, fi in FUSEOperations.write(req, buf, size, offset, fi) }
+        ops.read = { req, ino, size, offset, fi in FUSEOperations.read(req, ino, size, offset, fi) }
+        ops.write = { req, ino, buf, size, offset, fi in FUSEOperations.write(req, ino, buf, size, offset, fi) }
         ops.flush = { req, _, fi in FUSEOperations.flush(req, fi) }
         ops.fsync = { req, _, _, fi in FUSEOperations.fsync(req, fi) }
         ops.release = { req, _, fi in FUSEOperations.release(req, fi) }
@@ -79,40 +79,25 @@ enum FUSEOperations {
     private static func guarded(_ req: fuse_req_t?, _ checks: [AccessCheck],
                                 _ body: @escaping @Sendable (fuse_req_t?, FileSystem, RequestContext) throws(VaultError) -> Void) {
         let fs = fileSystem(req), who = caller(req)
-        switch fs.gate.evaluate(checks, who) {
-        case .allowed:
+        let later = AnsweredLater(req: req)
+        fs.answeringLater.add(1, ordering: .sequentiallyConsistent)
+        let admittance = fs.gate.admit(checks, who) { refusal in
+            defer { fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent) }
+            if let refusal {
+                fuse_reply_err(later.req, refusal.errno)
+            } else {
+                serve(later.req, fs, who, body)
+            }
+        }
+        switch admittance {
+        case .asking:
+            return
+        case .admitted:
+            fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
             serve(req, fs, who, body)
         case .refused(let error):
+            fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
             fuse_reply_err(req, error.errno)
-        case .needsConfirmation(let pending):
-            let later = AnsweredLater(req: req)
-            fs.answeringLater.add(1, ordering: .sequentiallyConsistent)
-            let started = HelperThread.start {
-                defer { fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent) }
-                guard fs.gate.confirm(pending) == nil else {
-                    fuse_reply_err(later.req, EACCES)
-                    return
-                }
-                // The rules may have changed while the user was asked: decide again (answers
-                // given are remembered, so nobody is asked twice).
-                switch fs.gate.evaluate(checks, who) {
-                case .allowed:
-                    serve(later.req, fs, who, body)
-                case .refused(let error):
-                    fuse_reply_err(later.req, error.errno)
-                case .needsConfirmation(let again):
-                    if fs.gate.confirm(again) == nil {
-                        serve(later.req, fs, who, body)
-                    } else {
-                        fuse_reply_err(later.req, EACCES)
-                    }
-                }
-            }
-            // No thread, nobody to ask: refused, never left unanswered.
-            if !started {
-                fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
-                fuse_reply_err(req, EACCES)
-            }
         }
     }
 
@@ -329,8 +314,9 @@ enum FUSEOperations {
         }
     }
 
-    static func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+    static func read(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
+            try fs.admitUse(fi!.pointee.fh, .use(UInt64(ino), .read), caller)
             try fs.read(fi!.pointee.fh, offset: Int(offset), size: size, caller) { bytes in
                 // Sent with writev straight from the locked buffer; libfuse makes no copy.
                 fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
@@ -338,9 +324,10 @@ enum FUSEOperations {
         }
     }
 
-    static func write(_ req: fuse_req_t?, _ buf: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
+    static func write(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ buf: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
                       _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
+            try fs.admitUse(fi!.pointee.fh, .use(UInt64(ino), .write), caller)
             let written = try fs.write(fi!.pointee.fh, UnsafeRawBufferPointer(start: buf, count: size), offset: Int(offset), caller)
             fuse_reply_write(req, written)
         }

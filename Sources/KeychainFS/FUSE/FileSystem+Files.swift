@@ -9,7 +9,7 @@ extension FileSystem {
     func open(_ inode: UInt64, flags: Int32, _ caller: RequestContext) throws(VaultError) -> UInt64 {
         try state.withLock { (state) throws(VaultError) in
             let item = try openItem(NodeID(Int64(inode)), &state)
-            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+            let file = OpenFile(item: item, append: flags & O_APPEND != 0, opener: caller.pid)
             if flags & O_TRUNC != 0 {
                 try resize(item, to: 0)
                 file.wrote = true
@@ -59,13 +59,21 @@ extension FileSystem {
             flusher?.changed()
             let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
             item.dirty = flusher == nil
-            let file = OpenFile(item: item, append: flags & O_APPEND != 0)
+            let file = OpenFile(item: item, append: flags & O_APPEND != 0, opener: caller.pid)
             file.wrote = flusher == nil
             let handle = state.newHandle()
             state.openItems.add(file, handle: handle)
             state.lookups.add(UInt64(node.id.rawValue))
             return (stat(of: node, open: item), handle)
         }
+    }
+
+    /// Throws unless the access rules admit `caller` to `check` (a read or write) through the
+    /// descriptor `handle`, as `AccessGate.admitUse` judges. The kernel's own requests (pid 0)
+    /// pass: no program stands behind them.
+    func admitUse(_ handle: UInt64, _ check: AccessCheck, _ caller: RequestContext) throws(VaultError) {
+        guard caller.pid != 0, let opener = state.withLock({ $0.openItems.file(handle)?.opener }) else { return }
+        if let refusal = gate.admitUse(check, caller, opener: opener) { throw refusal }
     }
 
     /// Hands the requested range of plaintext to `reply` straight from locked memory.

@@ -1,3 +1,4 @@
+import Glibc
 import VaultCore
 
 /// An open file descriptor: a view of its node's shared OpenItem, with what is its own: the
@@ -12,10 +13,15 @@ final class OpenFile: @unchecked Sendable {  // only touched under FileSystem's 
     /// lock): reads, writes and flushes report it, and its close stores nothing.
     var refusal: VaultError?
 
+    /// The process that opened it (the thread's id FUSE gave): a `--confirm` rule's answer
+    /// covers its reads and writes, and nobody else's.
+    let opener: pid_t
+
     var id: NodeID { item.id }
 
-    init(item: OpenItem, append: Bool) {
+    init(item: OpenItem, append: Bool, opener: pid_t) {
         self.item = item
         self.append = append
+        self.opener = opener
     }
 }

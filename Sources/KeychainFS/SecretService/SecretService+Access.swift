@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import VaultCore
 
 /// Who calls, as the bus daemon reports it, and what the vault's access rules let them do:
@@ -20,59 +21,48 @@ extension SecretService {
             throw .accessDenied("only the vault's owner may use this service")
         }
         // The group plays no part in the rules; the service's own stands in.
-        let caller = RequestContext(uid: credentials.uid, gid: getgid(), pid: credentials.pid)
+        let caller = RequestContext(uid: credentials.uid, gid: getgid(), pid: credentials.pid, channel: .busConnection)
         callers[sender] = (caller, ProcessIdentity(pid: credentials.pid).startTime)
         return caller
     }
 
     /// Judges each group of checks (one group per object a call touches) and calls `then` on
     /// the loop thread with each group's outcome: nil where allowed, else the error. A group
-    /// that needs confirmation is asked on a helper thread, so the bus keeps serving while
-    /// the user decides, and judged again once answered: the rules may have changed meanwhile.
+    /// that needs confirmation is asked by the gate on a thread of its own, so the bus keeps
+    /// serving while the user decides; `then` runs once every group is decided.
     func authorize(_ groups: [[AccessCheck]], for caller: RequestContext,
                    then: @escaping @Sendable ([VaultError?]) -> Void) {
-        var outcomes: [VaultError?] = []
-        var pending: [(index: Int, accesses: [AccessGate.PendingAccess])] = []
+        // One count per group, and one for this loop, so no answer is delivered before every
+        // group was at least judged.
+        let outcomes = Mutex<(decided: [VaultError?], waiting: Int)>((Array(repeating: nil, count: groups.count), groups.count + 1))
         for (index, checks) in groups.enumerated() {
-            switch gate.evaluate(checks, caller) {
-            case .allowed:
-                outcomes.append(nil)
-            case .refused(let error):
-                outcomes.append(error)
-            case .needsConfirmation(let accesses):
-                outcomes.append(nil)
-                pending.append((index, accesses))
+            let admittance = gate.admit(checks, caller) { [bus] refusal in
+                let final: [VaultError?]? = outcomes.withLock { state in
+                    state.decided[index] = refusal
+                    state.waiting -= 1
+                    return state.waiting == 0 ? state.decided : nil
+                }
+                if let final { bus.post { then(final) } }
+            }
+            switch admittance {
+            case .asking:
+                continue
+            case .admitted, .refused:
+                var refusal: VaultError? = nil
+                if case .refused(let error) = admittance { refusal = error }
+                outcomes.withLock { state in
+                    state.decided[index] = refusal
+                    state.waiting -= 1
+                }
             }
         }
-        guard !pending.isEmpty else { return then(outcomes) }
-        let waiting = pending
-        let decided = outcomes
-        let started = HelperThread.start { [self] in
-            var answered = decided
-            for (index, accesses) in waiting {
-                answered[index] = decision(after: accesses, on: groups[index], for: caller)
-            }
-            let final = answered
-            bus.post { then(final) }
+        // The groups answered at once are in; if none is still asked about, answer now (on the
+        // loop thread: this is it).
+        let final: [VaultError?]? = outcomes.withLock { state in
+            state.waiting -= 1
+            return state.waiting == 0 ? state.decided : nil
         }
-        if !started {
-            var refused = outcomes
-            for (index, _) in waiting { refused[index] = .accessDenied(.confirmationUnavailable("no thread to ask on")) }
-            then(refused)
-        }
-    }
-
-    /// Asks the user, then decides again, as a request through the mount is: the rules may
-    /// have changed while the user was asked (answers given are remembered, so nobody is
-    /// asked twice for one call). nil when allowed. Blocks: helper threads only.
-    private func decision(after pending: [AccessGate.PendingAccess], on checks: [AccessCheck],
-                          for caller: RequestContext) -> VaultError? {
-        if let denial = gate.confirm(pending) { return .accessDenied(denial) }
-        switch gate.evaluate(checks, caller) {
-        case .allowed: return nil
-        case .refused(let error): return error
-        case .needsConfirmation(let again): return gate.confirm(again).map { .accessDenied($0) }
-        }
+        if let final { then(final) }
     }
 
     /// One object's checks: `body` runs on the loop thread if they pass, else the call gets

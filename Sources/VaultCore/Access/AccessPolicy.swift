@@ -45,18 +45,37 @@ public struct AccessPolicy: Sendable {
         return nil
     }
 
-    /// The decision for `identity` doing `access` under the rule set `set` (the governing one).
-    /// Its rules that match the process are considered together: one that permits the access
-    /// without confirmation allows it; else one that permits it with confirmation asks; else the
-    /// process is refused (read-only, or admitted by no rule).
-    public func decide(_ set: RuleSet, identity: ProcessIdentity, access: Access) -> AccessDecision {
+    /// The decision for `identity` doing `access` under the rule set `set` (the governing one),
+    /// asked through `channel`. Its rules that name the process are considered together: one
+    /// that permits the access without confirmation allows it; else one that permits it with
+    /// confirmation asks; else the process is refused (read-only, or admitted by no rule). A
+    /// process named by a rule but open to another program's doing (`ProcessDoubt`) is refused
+    /// whatever the rule says, and so is a D-Bus caller named by an executable rule without
+    /// `--confirm` (see `AccessChannel.busConnection`).
+    public func decide(_ set: RuleSet, identity: ProcessIdentity, access: Access,
+                       channel: AccessChannel = .request) -> AccessDecision {
         var files = FileIdentityCache()
-        let matching = set.rules.filter { $0.principal.matches(identity, files: &files) }
-        let permitting = matching.filter { $0.permits(access) }
-        if permitting.contains(where: { !$0.confirm }) { return .allow }
-        if let rule = permitting.first { return .confirm(rule) }
+        var matching: [AccessRule] = []
+        var secureExecution = true, executablePrincipal = false
+        for rule in set.rules {
+            guard let match = rule.principal.match(identity, files: &files) else { continue }
+            matching.append(rule)
+            if match != .setgidExecutable { secureExecution = false }
+            if match != .unit { executablePrincipal = true }
+        }
         let executable = identity.executable?.path, unit = identity.unit
-        return .deny(matching.isEmpty ? .noRuleAdmits(pid: identity.pid, executable: executable, unit: unit)
-                                      : .readOnly(pid: identity.pid, executable: executable, unit: unit))
+        guard !matching.isEmpty else { return .deny(.noRuleAdmits(pid: identity.pid, executable: executable, unit: unit)) }
+        if let doubt = identity.doubt(secureExecution: secureExecution, executablePrincipal: executablePrincipal) {
+            return .deny(.doubted(pid: identity.pid, executable: executable, unit: unit, doubt: doubt))
+        }
+        let permitting = matching.filter { $0.permits(access) }
+        let vouched = permitting.filter { rule in
+            if channel == .busConnection, case .executable = rule.principal { return rule.confirm }
+            return true
+        }
+        if vouched.contains(where: { !$0.confirm }) { return .allow }
+        if let rule = vouched.first { return .confirm(rule) }
+        if !permitting.isEmpty { return .deny(.busCallerUnconfirmed(pid: identity.pid, executable: executable)) }
+        return .deny(.readOnly(pid: identity.pid, executable: executable, unit: unit))
     }
 }

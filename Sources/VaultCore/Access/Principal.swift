@@ -37,12 +37,34 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
     }
 
     func matches(_ identity: ProcessIdentity, files: inout FileIdentityCache) -> Bool {
+        match(identity, files: &files) != nil
+    }
+
+    /// How a process is known to be one this principal names.
+    enum Match {
+        /// Its executable, as /proc shows it, is the file.
+        case executable
+        /// Its executable cannot be read (the program is not dumpable) and it runs with the
+        /// effective group of the file, a setgid program whose group the mounting user is not
+        /// in: only an exec of such a file gives that group, and that exec was a secure one
+        /// (AT_SECURE: the loader ignored LD_PRELOAD and the like).
+        case setgidExecutable
+        case unit
+    }
+
+    func match(_ identity: ProcessIdentity, files: inout FileIdentityCache) -> Match? {
         switch self {
         case .executable(let path, _, _):
-            guard let running = identity.executable, let now = files.identity(of: path) else { return false }
-            return running.file == now
+            guard let now = files.identity(of: path) else { return nil }
+            if let running = identity.executable { return running.file == now ? .executable : nil }
+            guard identity.isAlive, let group = identity.status?.effectiveGroup else { return nil }
+            var info = stat()
+            guard stat(path, &info) == 0, FileIdentity(info) == now, info.st_mode & S_ISGID != 0,
+                  info.st_gid == group, !WritableByUser.userGroups.contains(group) else { return nil }
+            return .setgidExecutable
         case .unit(let name):
-            return identity.unit == name && ProcessIdentity.trustsUnit(owner: identity.unitOwner, mountingUser: getuid())
+            guard identity.unit == name, ProcessIdentity.trustsUnit(owner: identity.unitOwner, mountingUser: getuid()) else { return nil }
+            return .unit
         }
     }
 

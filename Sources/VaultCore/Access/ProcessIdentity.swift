@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Synchronization
 
@@ -5,11 +6,11 @@ import Synchronization
 /// and when it started. Each costs a /proc read, so each is read only when first asked for,
 /// and at most once.
 ///
-/// The first field asked for opens `/proc/PID`, and every later one is read through that
-/// directory: if the process exits and its pid is given to another process meanwhile, those
-/// reads fail (nil) rather than describe the newcomer. Between the request and that first
-/// read the pid can still be recycled; nothing short of a pidfd handed over with the request
-/// closes that window, and the kernel gives FUSE a bare pid.
+/// The process is pinned when the identity is made (a pidfd: at once for a FUSE request, or
+/// the one the kernel attached to a socket message), and the first field asked for opens
+/// `/proc/PID` and checks that the pinned process is still alive then: every later field is
+/// read through that directory, so a pid given to another process meanwhile is never
+/// described as the requester (its reads fail: nil).
 ///
 /// Never `comm` or `argv`: a process sets those for itself.
 public final class ProcessIdentity: Sendable {
@@ -23,29 +24,52 @@ public final class ProcessIdentity: Sendable {
 
     /// The pid as given; FUSE gives a thread's id, which /proc answers for as well.
     public let pid: pid_t
+    /// The pinned process; -1 when it was gone before it could be pinned.
+    private let pidfd: Int32
     private let state = Mutex(State())
 
-    private enum Field<Value: Sendable>: Sendable {
+    enum Field<Value: Sendable>: Sendable {
         case unread
         case read(Value?)
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var directory: Field<Int32> = .unread
         var executable: Field<Executable> = .unread
         var cgroup: Field<String> = .unread
-        var processID: Field<pid_t> = .unread
         var startTime: Field<UInt64> = .unread
+        var status: Field<ProcessStatus> = .unread
+        var userNamespace: Field<Bool> = .unread
+        var loaderVariables: Field<[String]> = .unread
+        var writableCode: Field<String> = .unread
     }
 
+    /// Pins `pid` (a process or one of its threads) at once.
     public init(pid: pid_t) {
         self.pid = pid
+        var fd = clinux_pidfd_open(pid, 1)
+        if fd < 0 && errno == EINVAL { fd = clinux_pidfd_open(pid, 0) }  // before Linux 6.9: no thread pidfds
+        pidfd = fd
+    }
+
+    /// Takes over `pidfd`, which the kernel made for `pid` (SCM_PIDFD), and closes it when done.
+    public init(pid: pid_t, pidfd: Int32) {
+        self.pid = pid
+        self.pidfd = pidfd
     }
 
     deinit {
         state.withLock { state in
             if case .read(let fd?) = state.directory { close(fd) }
         }
+        if pidfd >= 0 { close(pidfd) }
+    }
+
+    /// Whether the pinned process has not exited (a pidfd polls readable once it has).
+    public var isAlive: Bool {
+        guard pidfd >= 0 else { return false }
+        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 0
     }
 
     /// nil when the process is gone or its executable cannot be reached.
@@ -112,14 +136,11 @@ public final class ProcessIdentity: Sendable {
 
     /// The process (thread group) the pid belongs to: the pid itself unless it names one of a
     /// process's other threads.
-    public var processID: pid_t? {
-        resolve(\.processID) { directory in
-            guard let bytes = ProcFile.contents("status", in: directory) else { return nil }
-            for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Tgid:".utf8)) {
-                return pid_t(String(decoding: line.dropFirst(5).filter { $0 != 0x20 && $0 != 0x09 }, as: UTF8.self))
-            }
-            return nil
-        }
+    public var processID: pid_t? { status?.processID }
+
+    /// Its `status` file: read once, like every field.
+    public var status: ProcessStatus? {
+        resolve(\.status) { directory in ProcFile.contents("status", in: directory).flatMap(ProcessStatus.init) }
     }
 
     /// When the process (its thread group, not the thread) started, in clock ticks since boot:
@@ -160,12 +181,17 @@ public final class ProcessIdentity: Sendable {
         return UInt64(String(decoding: fields[19], as: UTF8.self))
     }
 
-    private func resolve<Value: Sendable>(_ field: WritableKeyPath<State, Field<Value>>,
+    func resolve<Value: Sendable>(_ field: WritableKeyPath<State, Field<Value>>,
                                           _ read: (Int32) -> Value?) -> Value? {
         state.withLock { state in
             if case .read(let value) = state[keyPath: field] { return value }
             if case .unread = state.directory {
-                let fd = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                var fd = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                // Opened after the pin: if the pinned process still lives, the directory is its.
+                if fd >= 0 && !isAlive {
+                    close(fd)
+                    fd = -1
+                }
                 state.directory = .read(fd >= 0 ? fd : nil)
             }
             guard case .read(let directory?) = state.directory else {
