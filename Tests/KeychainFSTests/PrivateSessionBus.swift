@@ -14,7 +14,9 @@ final class PrivateSessionBus {
     /// For a child process (python, busctl) that should use this bus as its session bus.
     var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
 
-    init(serviceDirectory: String? = nil) throws {
+    /// `user`: the account the daemon runs as once it listens (its `<user>`), so that user's
+    /// own programs, and only theirs, may connect.
+    init(serviceDirectory: String? = nil, user: String? = nil) throws {
         directory = NSTemporaryDirectory() + "keychainfs-bus-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let configuration = directory + "/bus.conf"
@@ -25,6 +27,7 @@ final class PrivateSessionBus {
               <type>session</type>
               <listen>unix:path=\(directory)/socket</listen>
               <auth>EXTERNAL</auth>
+            \(user.map { "  <user>\($0)</user>" } ?? "")
             \(serviceDirectory.map { "  <servicedir>\($0)</servicedir>" } ?? "")
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>

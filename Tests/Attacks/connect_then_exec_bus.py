@@ -1,0 +1,42 @@
+"""Connect, then exec, on D-Bus: a child connects to the session bus and execs the admitted
+program (which waits on a pipe); this process, which no rule admits, then authenticates on the
+shared socket and asks the Secret Service for every item's secret. Usage:
+connect_then_exec_bus.py ADMITTED. Prints the secrets it got, or the D-Bus error's name."""
+import os, socket, sys
+from gi.repository import Gio, GLib
+
+admitted = sys.argv[1]
+path = os.environ["DBUS_SESSION_BUS_ADDRESS"].split("path=", 1)[1].split(",")[0]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+hold_r, hold_w = os.pipe()
+ready_r, ready_w = os.pipe()
+child = os.fork()
+if child == 0:
+    s.connect(path)
+    os.set_inheritable(s.fileno(), True)
+    os.dup2(hold_r, 0)
+    os.write(ready_w, b"c")
+    os.execv(admitted, [admitted, "-c", "read line"])
+os.read(ready_r, 1)
+while os.path.realpath("/proc/%d/exe" % child) != os.path.realpath(admitted):
+    os.sched_yield()
+stream = Gio.Socket.new_from_fd(os.dup(s.fileno())).connection_factory_create_connection()
+bus = Gio.DBusConnection.new_sync(stream, None, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
+                                  | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+def call(path, interface, method, arguments, reply):
+    return bus.call_sync("org.freedesktop.secrets", path, interface, method, arguments,
+                         GLib.VariantType(reply), Gio.DBusCallFlags.NONE, -1, None).unpack()
+try:
+    session = call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+                   GLib.Variant("(sv)", ("plain", GLib.Variant("s", ""))), "(vo)")[1]
+    items = call("/org/freedesktop/secrets/aliases/default", "org.freedesktop.DBus.Properties", "Get",
+                 GLib.Variant("(ss)", ("org.freedesktop.Secret.Collection", "Items")), "(v)")[0]
+    secrets = call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "GetSecrets",
+                   GLib.Variant("(aoo)", (items, session)), "(a{o(oayays)})")[0]
+    print("items=%d" % len(items))
+    for value in secrets.values():
+        print(bytes(value[2]).decode())
+except GLib.Error as error:
+    print("items=%d" % len(items) if "items" in dir() else "", Gio.DBusError.get_remote_error(error))
+os.close(hold_w)
+os.waitpid(child, 0)
