@@ -100,6 +100,24 @@ struct AttackTests {
         #expect(logged)
     }
 
+    /// An admitted program that runs code from a file the user can change (a library it was
+    /// talked into loading) is refused: that code is the user's, not the program's.
+    @Test func anAdmittedProgramRunningCodeTheUserCanChangeIsRefused() throws {
+        let m = try UserMount()
+        let python = try m.install("/usr/bin/python3", as: "admitted-python")
+        try m.guardItem("app/token", AttackTests.secret, allow: ["--exe", python])
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Attacks/libannounce.c").path
+        let built = try m.run("/usr/bin/gcc", ["-fPIC", "-shared", "-o", m.home + "/libmine.so", source])
+        #expect(built.status == 0, "\(built.stderr)")
+        let read = "import ctypes, sys\nif len(sys.argv) > 2: ctypes.CDLL(sys.argv[2])\nprint(open(sys.argv[1]).read())"
+        let honest = try m.run(python, ["-c", read, m.path("app/token")])
+        #expect(honest.stdoutText == AttackTests.secret + "\n", "\(honest.stderr)")
+        let loaded = try m.run(python, ["-c", read, m.path("app/token"), m.home + "/libmine.so"])
+        #expect(loaded.stderr.contains("preloaded") && loaded.stderr.contains("PermissionError"), "\(loaded.stderr)")
+        #expect(!loaded.stdoutText.contains(AttackTests.secret))
+    }
+
     /// The recipe of the README's threat model: the admitted program installed setgid to a
     /// group of its own. The kernel runs it with AT_SECURE (the loader ignores LD_PRELOAD) and
     /// keeps it from its own user (no tracer, no pidfd_getfd), and the daemon admits it by its

@@ -1,8 +1,10 @@
 import Glibc
 
-/// Yama's `kernel.yama.ptrace_scope`. Access rules trust what /proc says a process runs; a
-/// process that may ptrace an admitted one (scope 0: any process of the same user) can make it
-/// read secrets on its behalf, so rules mean little unless ptrace is restricted.
+/// Yama's `kernel.yama.ptrace_scope`. Access rules refuse an admitted program while it is
+/// traced, but below scope 2 a process of the same user can still write code into it without
+/// tracing it (`/proc/PID/mem`, `process_vm_writev`: scope 0 any of them, scope 1 its parent,
+/// which may also trace it), and make it read secrets on its behalf. Scope 2 (only root) or 3
+/// (nobody) closes that, as does the README's setgid recipe for one program.
 enum PtraceScope {
     static let file = "/proc/sys/kernel/yama/ptrace_scope"
 
@@ -17,16 +19,18 @@ enum PtraceScope {
         return Int(String(decoding: bytes[..<count].filter { $0 != 0x0A }, as: UTF8.self))
     }
 
-    /// What the mount says when access rules can be worked around by ptrace; nil when ptrace is
-    /// restricted (1: only a parent may trace its children, 2: only root, 3: nobody).
+    /// What the mount says when access rules can be worked around through another process's
+    /// memory; nil when ptrace is restricted to root (2) or to nobody (3).
     static func warning(scope: Int?) -> String? {
         switch scope {
-        case .some(let scope) where scope >= 1:
+        case .some(let scope) where scope >= 2:
             nil
-        case .some:
-            "kernel.yama.ptrace_scope is 0: any process of the mounting user can ptrace a program that access rules admit and read secrets through it; set it to 1 or more (sysctl kernel.yama.ptrace_scope=1)"
+        case .some(let scope):
+            "kernel.yama.ptrace_scope is \(scope): "
+                + (scope == 0 ? "any process of the mounting user" : "the parent of a program that access rules admit")
+                + " can write code into it through /proc/PID/mem and read secrets through it; set it to 2 (sysctl kernel.yama.ptrace_scope=2), or install such programs setgid to a group of their own (README, threat model)"
         case .none:
-            "the kernel has no Yama ptrace restriction (kernel.yama.ptrace_scope is absent): any process of the mounting user can ptrace a program that access rules admit and read secrets through it"
+            "the kernel has no Yama ptrace restriction (kernel.yama.ptrace_scope is absent): any process of the mounting user can write code into a program that access rules admit through /proc/PID/mem and read secrets through it; install such programs setgid to a group of their own (README, threat model)"
         }
     }
 }
