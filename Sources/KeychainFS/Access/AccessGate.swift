@@ -15,6 +15,13 @@ final class AccessGate: Sendable {
     /// The access log; nil when the mount keeps none (`--log-entries 0`).
     let log: AccessLogWriter?
     private let state: Mutex<Rules>
+    /// Processes lately found free of loader variables and changeable code.
+    private let clearances = ProcessClearances()
+    /// The rule set governing each node judged lately (nil: none), so that the reads and writes
+    /// through a descriptor, each judged, need not walk the node's ancestors in the vault every
+    /// time. Forgotten whenever a node may have moved: at every commit the refresher sees (the
+    /// command line's included) and at every rename or removal through the mount.
+    private let governance = Mutex<[NodeID: RuleSet?]>([:])
 
     private enum Rules {
         /// The policy, the stamp of the vault it was read at (nil: read before the stamp could
@@ -68,13 +75,13 @@ final class AccessGate: Sendable {
         do throws(VaultError) {
             for check in checks {
                 guard let node = try node(of: check.target) else { continue }
-                guard let set = try vault.governingRuleSet(of: node, in: policy) else {
+                guard let set = try governingRuleSet(of: node, in: policy) else {
                     if check.isItemOpen { record(check, node: node, caller, .allowed) }
                     continue
                 }
                 let who = identity ?? caller.identity()
                 identity = who
-                switch policy.decide(set, identity: who, access: check.access, channel: caller.channel) {
+                switch policy.decide(set, identity: who, access: check.access, channel: caller.channel, clearances: clearances) {
                 case .allow:
                     governed.append((check, node))
                 case .deny(let denial):
@@ -92,6 +99,21 @@ final class AccessGate: Sendable {
         // recorded with its answer).
         for (check, node) in governed { record(check, node: node, caller, .allowed) }
         return pending.isEmpty ? .allowed : .needsConfirmation(pending)
+    }
+
+    private func governingRuleSet(of node: NodeID, in policy: AccessPolicy) throws(VaultError) -> RuleSet? {
+        if let known = governance.withLock({ $0[node] }) { return known }
+        let set = try vault.governingRuleSet(of: node, in: policy)
+        governance.withLock { known in
+            if known.count >= 4096 { known.removeAll() }
+            known[node] = .some(set)
+        }
+        return set
+    }
+
+    /// A node moved or went (through the mount): what governs it and what is below it may differ.
+    func namespaceChanged() {
+        governance.withLock { $0.removeAll() }
     }
 
     private func record(_ check: AccessCheck, node: NodeID?, _ caller: RequestContext, _ decision: LoggedDecision) {
@@ -149,11 +171,13 @@ final class AccessGate: Sendable {
             return  // locked meanwhile: the unlock refreshes
         }
         guard stamp != known else { return }
+        namespaceChanged()
         do throws(VaultError) {
             // The rules' stamp first: a change between the two reads shows as a difference later.
             let rulesStamp = try? vault.rulesStamp()
             let policy = try vault.accessPolicy()
             state.withLock { $0 = .current(policy, stamp, rulesStamp) }
+            namespaceChanged()
         } catch .locked {
             return
         } catch {

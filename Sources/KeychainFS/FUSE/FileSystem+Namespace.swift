@@ -48,6 +48,7 @@ extension FileSystem {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary, durable: flusher == nil)
+            gate.namespaceChanged()
             flusher?.changed()
         }
     }
@@ -56,6 +57,7 @@ extension FileSystem {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item, durable: flusher == nil)
+            gate.namespaceChanged()
             flusher?.changed()
             state.openItems.item(removed)?.unlinked = true
         }
@@ -67,6 +69,7 @@ extension FileSystem {
             guard !state.lock.locked else { throw .locked }
             let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
                                           replacing: !noReplace, durable: flusher == nil)
+            gate.namespaceChanged()
             flusher?.changed()
             if let replaced { state.openItems.item(replaced)?.unlinked = true }
         }

@@ -52,8 +52,9 @@ public struct AccessPolicy: Sendable {
     /// process named by a rule but open to another program's doing (`ProcessDoubt`) is refused
     /// whatever the rule says, and so is a D-Bus caller named by an executable rule without
     /// `--confirm` (see `AccessChannel.busConnection`).
+    /// `clearances`: processes lately found free of the doubts an exec raises (see there).
     public func decide(_ set: RuleSet, identity: ProcessIdentity, access: Access,
-                       channel: AccessChannel = .request) -> AccessDecision {
+                       channel: AccessChannel = .request, clearances: ProcessClearances? = nil) -> AccessDecision {
         var files = FileIdentityCache()
         var matching: [AccessRule] = []
         var secureExecution = true, executablePrincipal = false
@@ -63,9 +64,11 @@ public struct AccessPolicy: Sendable {
             if match != .setgidExecutable { secureExecution = false }
             if match != .unit { executablePrincipal = true }
         }
-        let executable = identity.executable?.path, unit = identity.unit
+        // Read for a refusal's message only: the usual allowed request spares the cgroup's read.
+        var executable: String? { identity.executable?.path }
+        var unit: String? { identity.unit }
         guard !matching.isEmpty else { return .deny(.noRuleAdmits(pid: identity.pid, executable: executable, unit: unit)) }
-        if let doubt = identity.doubt(secureExecution: secureExecution, executablePrincipal: executablePrincipal) {
+        if let doubt = identity.doubt(secureExecution: secureExecution, executablePrincipal: executablePrincipal, clearances: clearances) {
             return .deny(.doubted(pid: identity.pid, executable: executable, unit: unit, doubt: doubt))
         }
         let permitting = matching.filter { $0.permits(access) }

@@ -10,14 +10,16 @@ extension ProcessIdentity {
     /// AT_SECURE (the loader ignores its variables) and keeps its memory from its own user, so
     /// environment and mappings need not be read (they cannot be). `executablePrincipal`: the
     /// rule names an executable, which only the mount's own user namespace can vouch for.
-    public func doubt(secureExecution: Bool, executablePrincipal: Bool) -> ProcessDoubt? {
+    /// `clearances`: processes found free of the doubts an exec raises, lately.
+    public func doubt(secureExecution: Bool, executablePrincipal: Bool, clearances: ProcessClearances? = nil) -> ProcessDoubt? {
         if executablePrincipal, inMountsUserNamespace != true { return .otherUserNamespace }
         guard let status else { return .environmentUnknown }
         if status.tracerPID != 0 { return .traced(by: status.tracerPID) }
-        if secureExecution { return nil }
+        if secureExecution || clearances?.holds(for: self) == true { return nil }
         guard let variables = loaderVariables else { return .environmentUnknown }
         if let first = variables.first { return .loaderVariable(first) }
         if let path = writableCode { return .writableCode(path) }
+        clearances?.record(self)
         return nil
     }
 
@@ -26,15 +28,18 @@ extension ProcessIdentity {
     /// namespace made by an unprivileged user cannot make equal to its parent's.
     var inMountsUserNamespace: Bool? {
         resolve(\.userNamespace) { directory in
-            var theirs = stat(), ours = stat()
-            if fstatat(directory, "ns/user", &theirs, 0) == 0, stat("/proc/self/ns/user", &ours) == 0 {
-                return theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino
+            var theirs = stat()
+            if fstatat(directory, "ns/user", &theirs, 0) == 0, let ours = ProcessIdentity.ownUserNamespace {
+                return FileIdentity(theirs) == ours
             }
             guard let map = ProcFile.contents("uid_map", in: directory),
                   let own = ProcFile.contents("/proc/self/uid_map", in: AT_FDCWD) else { return nil }
             return map == own
         }
     }
+
+    /// This process's user namespace; a process does not leave its own.
+    static let ownUserNamespace: FileIdentity? = FileIdentity.of(path: "/proc/self/ns/user")
 
     /// The loader variables set in the environment the process was started with; nil when it
     /// cannot be read.
