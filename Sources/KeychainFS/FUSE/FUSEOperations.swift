@@ -72,9 +72,10 @@ enum FUSEOperations {
         let req: fuse_req_t?
     }
 
-    /// Serves `body` if the access rules allow each of `checks`; for a `--confirm` rule it asks
-    /// on a thread of its own and serves or refuses from there, so that the session loop goes
-    /// on serving everyone else meanwhile. So `body` holds copies of what it needs from the
+    /// Serves `body` if the access rules allow each of `checks`; for a `--confirm` rule it hands
+    /// the request to the confirmation broker, which serves or refuses it from the thread of the
+    /// dialog that answers (no thread per waiting request), so that the session loop goes on
+    /// serving everyone else meanwhile. So `body` holds copies of what it needs from the
     /// request: the kernel's buffer is wiped and reused once this returns.
     private static func guarded(_ req: fuse_req_t?, _ checks: [AccessCheck],
                                 _ body: @escaping @Sendable (fuse_req_t?, FileSystem, RequestContext) throws(VaultError) -> Void) {
@@ -87,10 +88,10 @@ enum FUSEOperations {
         case .needsConfirmation(let pending):
             let later = AnsweredLater(req: req)
             fs.answeringLater.add(1, ordering: .sequentiallyConsistent)
-            let started = HelperThread.start {
-                defer { fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent) }
-                guard fs.gate.confirm(pending) == nil else {
+            fs.gate.confirm(pending[...]) { denial in
+                guard denial == nil else {
                     fuse_reply_err(later.req, EACCES)
+                    fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
                     return
                 }
                 // The rules may have changed while the user was asked: decide again (answers
@@ -98,20 +99,20 @@ enum FUSEOperations {
                 switch fs.gate.evaluate(checks, who) {
                 case .allowed:
                     serve(later.req, fs, who, body)
+                    fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
                 case .refused(let error):
                     fuse_reply_err(later.req, error.errno)
+                    fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
                 case .needsConfirmation(let again):
-                    if fs.gate.confirm(again) == nil {
-                        serve(later.req, fs, who, body)
-                    } else {
-                        fuse_reply_err(later.req, EACCES)
+                    fs.gate.confirm(again[...]) { denial in
+                        if denial == nil {
+                            serve(later.req, fs, who, body)
+                        } else {
+                            fuse_reply_err(later.req, EACCES)
+                        }
+                        fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
                     }
                 }
-            }
-            // No thread, nobody to ask: refused, never left unanswered.
-            if !started {
-                fs.answeringLater.subtract(1, ordering: .sequentiallyConsistent)
-                fuse_reply_err(req, EACCES)
             }
         }
     }
