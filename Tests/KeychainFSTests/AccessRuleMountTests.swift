@@ -208,6 +208,14 @@ struct AccessRuleMountTests {
         try "deny".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
         let denied = try s.attempt(s.reader, [s.m.path("app/token")])
         #expect(denied.status != 0 && denied.stderr.contains("Permission denied"))
+        // A no holds for the executable (another process of it included) for the remember
+        // duration: refused without asking, then asked again.
+        func askedCount() -> Int { ((try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? "").split(separator: "\n").count }
+        try "allow".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        let stillDenied = try s.attempt(s.reader, [s.m.path("app/token")])
+        #expect(stillDenied.status != 0 && askedCount() == 2, "\(askedCount())")
+        #expect(eventually(within: 3) { (try? s.attempt(s.reader, [s.m.path("app/token")]))?.status == 0 })
+        #expect(askedCount() == 3)
 
         // A hanging command: the request waits on a thread of its own while others are served,
         // then is refused when the command is stopped.
@@ -215,7 +223,7 @@ struct AccessRuleMountTests {
         let started = ContinuousClock.now
         let hanging = try Process.run(URL(fileURLWithPath: s.reader), arguments: [s.m.path("app/token")])
         #expect(eventually(within: 5) {
-            ((try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? "").split(separator: "\n").count >= 3
+            askedCount() >= 4
         })
         #expect(readFile(s.m.path("open/plain")) == Array("public".utf8))
         hanging.waitUntilExit()
