@@ -105,7 +105,9 @@ import VaultCore
         try #require(try m.mount(extra: ["--confirm-with", dialog.command, "--confirm-remember", "1s"]).exitStatus == .success)
         try store(m.cli)
         let keychainfs = try sh("readlink -f '\(keychainfsBinary)'").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-        try #require(try m.cli.cli(["allow", "app", "--exe", keychainfs, "--confirm"]).exitStatus == .success)
+        // --force: the build's binary is wherever the repository is, perhaps a directory of a
+        // user other than root (allow's refusal of that is ReplaceableExecutableTests' point).
+        try #require(try m.cli.cli(["allow", "app", "--exe", keychainfs, "--confirm", "--force"]).exitStatus == .success)
         let noPassphrase = m.cli.directory + "/no-such-file"
         let read = { try self.exec(["--env", "X=app/db-password", "--", "/bin/sh", "-c", "echo $X"], vault: m.vault, passphraseFile: noPassphrase) }
         try "deny".write(toFile: dialog.directory + "/answer", atomically: true, encoding: .utf8)
