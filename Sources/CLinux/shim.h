@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <linux/falloc.h>
 #include <sys/xattr.h>
+#include <sys/auxv.h>
 
 /* prctl is variadic, which Swift cannot call. */
 static inline int clinux_set_dumpable(int dumpable) {
@@ -17,6 +18,10 @@ static inline int clinux_set_dumpable(int dumpable) {
 }
 static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+/* AT_SECURE: the kernel ran this program setuid, setgid or with capabilities. */
+static inline int clinux_secure_execution(void) {
+    return getauxval(AT_SECURE) != 0;
 }
 
 /* The daemon is started as /proc/self/exe, which the kernel names it ("exe") in ps and in
