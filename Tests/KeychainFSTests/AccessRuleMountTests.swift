@@ -248,7 +248,7 @@ struct AccessRuleMountTests {
         #expect(eventually(within: 3) { (try? s.attempt(s.reader, [s.m.path("app/token")]))?.status == 0 })
         #expect(askedCount() == 3)
 
-        // A hanging command: the request waits on a thread of its own while others are served,
+        // A hanging command: the request waits (on no thread of its own) while others are served,
         // then is refused when the command is stopped.
         try "hang".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
         let started = ContinuousClock.now
