@@ -1,3 +1,4 @@
+import CSodium
 import Glibc
 import Synchronization
 import VaultCore
@@ -27,6 +28,10 @@ final class ConfirmationBroker: Sendable {
     /// less): long enough to stop a loop of requests, short enough that a no given by mistake
     /// is soon asked again.
     static let longestRefusal = Duration.seconds(30)
+
+    /// How much stack below the dialog loop is wiped after its completions ran: more than a
+    /// request's serving uses (the largest READ is 16 KiB, and buffers are on the heap).
+    static let servedStackBytes = 128 * 1024
 
     typealias Completion = @Sendable (ConfirmationAnswer) -> Void
 
@@ -170,6 +175,9 @@ final class ConfirmationBroker: Sendable {
                 return waiters
             }
             for waiter in waiters { waiter.completion(answer) }
+            // The completions served the requests on this thread (a mount's read decrypts
+            // here): what they left below this frame goes before the thread waits again.
+            sodium_stackzero(ConfirmationBroker.servedStackBytes)
             next = nextQueued()
         }
     }
