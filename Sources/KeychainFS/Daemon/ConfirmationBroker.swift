@@ -58,8 +58,6 @@ final class ConfirmationBroker: Sendable {
         var running = 0
         /// Requests waiting for another's dialog to answer; tests watch it.
         var waiting = 0
-        /// The most dialogs that ran at once; tests watch it.
-        var mostRunning = 0
     }
 
     /// - Parameters:
@@ -134,7 +132,6 @@ final class ConfirmationBroker: Sendable {
                 return .joined
             }
             state.running += 1
-            state.mostRunning = max(state.mostRunning, state.running)
             return .start
         }
         switch role {
@@ -212,6 +209,4 @@ final class ConfirmationBroker: Sendable {
     }
 
     var waitingRequests: Int { state.withLock { $0.waiting } }
-    /// Dialogs whose command runs now, and the most that ever ran at once.
-    var runningDialogs: (now: Int, most: Int) { state.withLock { ($0.running, $0.mostRunning) } }
 }
