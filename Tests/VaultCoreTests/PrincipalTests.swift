@@ -69,6 +69,7 @@ import Testing
     }
 
     @Test func anExecutableIsGivenByAnAbsolutePathToAFile() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(throws: AccessRuleError.executableNotAbsolute("usr/bin/head")) { try Principal.executable(at: "usr/bin/head") }
         #expect(throws: AccessRuleError.executableNotFound(path: "/nonexistent/x", errno: ENOENT)) {
             try Principal.executable(at: "/nonexistent/x")
