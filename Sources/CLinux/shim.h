@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/xattr.h>
+#include <sys/auxv.h>
 #include <poll.h>
 
 /* pidfd_open(2): glibc's wrapper is declared only under _GNU_SOURCE. PIDFD_THREAD (Linux 6.9)
@@ -68,6 +69,10 @@ static inline int clinux_set_dumpable(int dumpable) {
 }
 static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+/* AT_SECURE: the kernel ran this program setuid, setgid or with capabilities. */
+static inline int clinux_secure_execution(void) {
+    return getauxval(AT_SECURE) != 0;
 }
 
 /* The daemon is started as /proc/self/exe, which the kernel names it ("exe") in ps and in

@@ -126,6 +126,37 @@ struct AccessRuleMountTests {
         #expect(String(decoding: fresh.stdout, as: UTF8.self) == "s3cret")
     }
 
+    /// A program someone else may write (here nobody, allowed with --force) rewritten in place by
+    /// that user, the inode kept: the rule's recorded size and times no longer hold, so it stops
+    /// admitting, and `rules --json` says so.
+    @Test func aBinaryRewrittenInPlaceStopsMatchingAndIsMarked() throws {
+        let s = try Scene()
+        let nobody = getpwnam("nobody").pointee
+        let directory = NSTemporaryDirectory() + "kcfs-rewrite-" + UUID().uuidString
+        #expect(mkdir(directory, 0o755) == 0)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reader = directory + "/reader"
+        try FileManager.default.copyItem(atPath: "/bin/cat", toPath: reader)
+        #expect(chown(reader, nobody.pw_uid, nobody.pw_gid) == 0 && chmod(reader, 0o755) == 0)
+        #expect(try s.m.cli.cli(["allow", "app", "--exe", reader]).exitStatus == .invalidInput, "nobody may write it")
+        try s.allow(["app", "--exe", reader, "--force"])
+        #expect(String(decoding: try s.attempt(reader, [s.m.path("app/token")]).stdout, as: UTF8.self) == "s3cret")
+
+        var before = stat(), after = stat()
+        #expect(stat(reader, &before) == 0)
+        let rewrite = try run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c",
+                                                   "cat /usr/bin/head > \"$1\"", "sh", reader])
+        #expect(rewrite.status == 0, "\(rewrite.stderr)")
+        #expect(stat(reader, &after) == 0 && after.st_ino == before.st_ino && after.st_dev == before.st_dev, "the same inode")
+        let read = try s.attempt(reader, ["-c", "6", s.m.path("app/token")])
+        #expect(read.status != 0 && read.stdout.isEmpty && read.stderr.contains("Permission denied"), "\(read.stderr)")
+        let listed = try s.m.cli.cli(["rules", "--json"])
+        let rules = try JSONSerialization.jsonObject(with: listed.stdout) as? [[String: Any]]
+        let rule = (rules?.first?["rules"] as? [[String: Any]])?.first
+        #expect(rule?["fileChanged"] as? Bool == true && rule?["fileRecorded"] as? Bool == true, "\(listed.stdoutText)")
+        #expect(try s.m.cli.cli(["rules"]).stdoutText.contains(Rules.replacedNote))
+    }
+
     @Test func aUnitRuleAdmitsProcessesOfThatCgroupOnly() throws {
         let s = try Scene()
         let unit = "kcfs-test-\(getpid()).service"
@@ -208,14 +239,22 @@ struct AccessRuleMountTests {
         try "deny".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
         let denied = try s.attempt(s.reader, [s.m.path("app/token")])
         #expect(denied.status != 0 && denied.stderr.contains("Permission denied"))
+        // A no holds for the executable (another process of it included) for the remember
+        // duration: refused without asking, then asked again.
+        func askedCount() -> Int { ((try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? "").split(separator: "\n").count }
+        try "allow".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
+        let stillDenied = try s.attempt(s.reader, [s.m.path("app/token")])
+        #expect(stillDenied.status != 0 && askedCount() == 2, "\(askedCount())")
+        #expect(eventually(within: 3) { (try? s.attempt(s.reader, [s.m.path("app/token")]))?.status == 0 })
+        #expect(askedCount() == 3)
 
-        // A hanging command: the request waits on a thread of its own while others are served,
+        // A hanging command: the request waits (on no thread of its own) while others are served,
         // then is refused when the command is stopped.
         try "hang".write(toFile: answers + "/answer", atomically: true, encoding: .utf8)
         let started = ContinuousClock.now
         let hanging = try Process.run(URL(fileURLWithPath: s.reader), arguments: [s.m.path("app/token")])
         #expect(eventually(within: 5) {
-            ((try? String(contentsOfFile: answers + "/asked", encoding: .utf8)) ?? "").split(separator: "\n").count >= 3
+            askedCount() >= 4
         })
         #expect(readFile(s.m.path("open/plain")) == Array("public".utf8))
         hanging.waitUntilExit()

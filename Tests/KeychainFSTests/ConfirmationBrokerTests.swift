@@ -181,6 +181,42 @@ import VaultCore
         #expect(slow.waitingRequests == 0)
     }
 
+    /// 4 dialogs at once, 32 more queued, the next refused at once; a queued dialog that
+    /// waited longer than the timeout is refused without being shown.
+    @Test func dialogsAreBoundedAndQueuedWithinTheTimeout() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let answers = Mutex<[Int: ConfirmationAnswer]>([:])
+        let rules = (0..<37).map { AccessRule(.unit("kcfs-\($0).service"), confirm: true) }
+        let held = broker("echo run >> \(file("runs")); while [ ! -e \(file("go")) ]; do sleep 0.02; done")
+        for (index, rule) in rules.enumerated() {
+            held.answer(path: token, identity: me, access: .read, rule: rule) { answer in answers.withLock { $0[index] = answer } }
+        }
+        #expect(eventually { lines("runs").count == 4 })
+        let refusedAtOnce = answers.withLock { $0 }
+        #expect(refusedAtOnce.count == 1, "\(refusedAtOnce)")
+        guard case .unavailable(let reason)? = refusedAtOnce[36] else {
+            Issue.record("the 37th: \(refusedAtOnce)")
+            return
+        }
+        #expect(reason.contains("32 wait"), "\(reason)")
+        #expect(FileManager.default.createFile(atPath: file("go"), contents: nil))
+        #expect(eventually { answers.withLock { $0.count } == 37 })
+        #expect(answers.withLock { $0 }.filter { $0.value == .allowed }.count == 36)
+        #expect(lines("runs").count == 36)
+
+        let hanging = broker("echo run >> \(file("hangs")); exec sleep 60", timeout: .milliseconds(400))
+        let late = Mutex<[ConfirmationAnswer]>([])
+        for rule in rules.prefix(6) {
+            hanging.answer(path: token, identity: me, access: .read, rule: rule) { answer in late.withLock { $0.append(answer) } }
+        }
+        #expect(eventually { late.withLock { $0.count } == 6 })
+        let outcomes = late.withLock { $0 }
+        #expect(outcomes.filter { if case .timedOut = $0 { true } else { false } }.count == 4, "\(outcomes)")
+        #expect(outcomes.filter { if case .unavailable(let why) = $0 { why.contains("no dialog was free") } else { false } }.count == 2,
+                "\(outcomes)")
+        #expect(lines("hangs").count == 4, "a dialog that waited past its time is never shown")
+    }
+
     @Test func otherRequestsAreAnsweredWhileACommandRuns() throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let command = """

@@ -105,17 +105,91 @@ import VaultCore
         try #require(try m.mount(extra: ["--confirm-with", dialog.command, "--confirm-remember", "1s"]).exitStatus == .success)
         try store(m.cli)
         let keychainfs = try sh("readlink -f '\(keychainfsBinary)'").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-        try #require(try m.cli.cli(["allow", "app", "--exe", keychainfs, "--confirm"]).exitStatus == .success)
+        // --force: the build's binary is wherever the repository is, perhaps a directory of a
+        // user other than root (allow's refusal of that is ReplaceableExecutableTests' point).
+        try #require(try m.cli.cli(["allow", "app", "--exe", keychainfs, "--confirm", "--force"]).exitStatus == .success)
         let noPassphrase = m.cli.directory + "/no-such-file"
         let read = { try self.exec(["--env", "X=app/db-password", "--", "/bin/sh", "-c", "echo $X"], vault: m.vault, passphraseFile: noPassphrase) }
         try "deny".write(toFile: dialog.directory + "/answer", atomically: true, encoding: .utf8)
         // Refused by the dialog once the rule applies (within a second).
         #expect(eventually(within: 3) { (try? read())?.exitStatus == .accessDenied })
         try "allow".write(toFile: dialog.directory + "/answer", atomically: true, encoding: .utf8)
-        let allowed = try read()
-        #expect(allowed.stdoutText == "pw-1\n", "\(allowed.stderr)")
+        // The no holds for the executable for the remember duration (1 s), then it is asked again.
+        #expect(eventually(within: 3) { (try? read())?.stdoutText == "pw-1\n" })
         let asked = (try? String(contentsOfFile: dialog.directory + "/asked", encoding: .utf8)) ?? ""
         #expect(asked.split(separator: "\n").count == 2, "\(asked)")
+    }
+
+    /// A mount of a user other than root (nobody) admits `exec` by a rule on the keychainfs
+    /// binary: such a daemon can read /proc/PID/exe only of a dumpable process, and exec is one
+    /// while it asks a mount (it holds no key then). A passphrase makes it non-dumpable again.
+    @Test func aRuleOnKeychainfsAdmitsExecToAMountOfAnotherUser() throws {
+        let nobody = getpwnam("nobody").pointee
+        // Short: the control socket under it must fit in a sockaddr_un.
+        let home = NSTemporaryDirectory() + "kx-" + UUID().uuidString.prefix(8)
+        #expect(mkdir(home, 0o700) == 0 && chown(home, nobody.pw_uid, nobody.pw_gid) == 0)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let vault = home + "/test.vault", passphrase = home + "/pw", mountpoint = home + "/mnt"
+        let environment = ["HOME": home, "XDG_RUNTIME_DIR": home + "/run", "XDG_DATA_HOME": home + "/data",
+                           "XDG_STATE_HOME": home + "/state", "XDG_CONFIG_HOME": home + "/config"]
+        func asNobody(_ arguments: [String], stdin: String? = nil) throws -> RunResult {
+            try run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments,
+                    stdin: stdin.map { Data($0.utf8) }, environment: environment)
+        }
+        func keychainfs(_ arguments: [String], stdin: String? = nil) throws -> RunResult {
+            try asNobody([keychainfsBinary] + arguments, stdin: stdin)
+        }
+        let prepared = try asNobody(["/bin/sh", "-c", "cd \"$1\" && umask 077 && mkdir run mnt && echo 'correct horse battery staple' > pw",
+                                     "sh", home])
+        try #require(prepared.status == 0, "\(prepared.stderr)")
+        let vaultOptions = ["--vault", vault, "--passphrase-file", passphrase]
+        let made = try keychainfs(["init", "--kdf", "interactive"] + vaultOptions)
+        try #require(made.exitStatus == .success, "\(made.stderr)")
+        try #require(try keychainfs(["set"] + vaultOptions + ["app/token"], stdin: "s3cret").exitStatus == .success)
+        let mounted = try keychainfs(["mount"] + vaultOptions + ["--kdf", "interactive", mountpoint])
+        try #require(mounted.exitStatus == .success, "\(mounted.stderr)")
+        defer {
+            _ = try? keychainfs(["unmount", mountpoint])
+            if isMounted(mountpoint) { _ = try? run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
+        }
+        let binary = try sh("readlink -f '\(keychainfsBinary)'").stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        // --force: the build's binary is wherever the repository is.
+        let allowed = try keychainfs(["allow"] + vaultOptions + ["app", "--exe", binary, "--force"])
+        try #require(allowed.exitStatus == .success, "\(allowed.stderr)")
+        #expect(eventually(within: 2) { (try? asNobody(["/bin/cat", mountpoint + "/app/token"]))?.status != 0 }, "the rule applies")
+
+        let read = try keychainfs(["exec", "--vault", vault, "--passphrase-file", home + "/no-such-file",
+                                   "--env", "X=app/token", "--", "/bin/sh", "-c", "echo \"$X\""])
+        #expect(read.exitStatus == .success && read.stdoutText == "s3cret\n", "\(read.stderr)")
+        let denied = try asNobody(["/bin/sh", "-c", "cat \"$1\" || true", "sh", mountpoint + "/app/token"])
+        #expect(!denied.stdoutText.contains("s3cret"), "a program the rule does not name is refused")
+
+        // With the passphrase (no mount to ask), exec holds a key and is not dumpable: its
+        // user's other processes (here its own command) cannot read even its executable link.
+        #expect(try keychainfs(["unmount", mountpoint]).exitStatus == .success)
+        let opened = try keychainfs(["exec"] + vaultOptions + ["--env", "X=app/token", "--", "/bin/sh", "-c",
+                                                                "echo \"$X\"; readlink /proc/$PPID/exe || echo unreadable"])
+        #expect(opened.stdoutText == "s3cret\nunreadable\n", "\(opened.stdoutText) \(opened.stderr)")
+    }
+
+    /// exec was dumpable while it asked a locked mount, then turns to the passphrase: a tracer
+    /// that attached meanwhile (here strace, there from the start) would see the key, so it is
+    /// refused. Without the mount to ask, exec never was dumpable, and strace is the user's own.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace")))
+    func aTracedExecTakesNoPassphraseAfterAskingAMount() throws {
+        let m = try MountFixture()
+        try store(m.cli)
+        let traced = { (passphrase: String) throws -> RunResult in
+            try run("/usr/bin/strace", ["-f", "-o", "/dev/null", keychainfsBinary, "exec", "--vault", m.vault,
+                                        "--passphrase-file", passphrase, "--env", "X=one", "--", "/bin/sh", "-c", "echo \"$X\""])
+        }
+        #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
+        let refused = try traced(m.cli.passphraseFile)
+        #expect(refused.exitStatus == .failure && refused.stderr.contains("is tracing this one") && refused.stdoutText.isEmpty,
+                "\(refused.stdoutText) \(refused.stderr)")
+        try m.unmount()
+        let unmounted = try traced(m.cli.passphraseFile)
+        #expect(unmounted.exitStatus == .success && unmounted.stdoutText == "first\n", "\(unmounted.stderr)")
     }
 
     @Test func aSignalToExecReachesTheCommandAndTheDirectoryGoes() throws {

@@ -41,7 +41,35 @@ import Testing
         #expect(ProcessIdentity(pid: upgraded.pid).executable?.path.hasSuffix(" (deleted)") == true)
     }
 
+    /// The file a rule was made for, rewritten in place (same inode, other bytes): no longer
+    /// matched, and marked; a principal made before fingerprints matches by inode alone.
+    @Test func aFileRewrittenInPlaceStopsMatching() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let allowed = directory + "/allowed/head"
+        try copyExecutable("/usr/bin/head", to: allowed)
+        let principal = try Principal.executable(at: allowed)
+        guard case .executable(_, let device, let inode, let fingerprint) = principal else { return }
+        #expect(fingerprint != nil)
+        let unrecorded = Principal.executable(path: allowed, device: device, inode: inode, fingerprint: nil)
+        let before = try ChildProcess(allowed, ["-c", "1"])
+        #expect(principal.matches(ProcessIdentity(pid: before.pid)) && !principal.fileChanged && !principal.lacksFingerprint)
+        before.end()  // a running executable cannot be written (ETXTBSY)
+
+        let fd = open(allowed, O_WRONLY | O_TRUNC)
+        try #require(fd >= 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: "/usr/bin/tail"))
+        #expect(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
+        close(fd)
+        #expect(FileIdentity.of(path: allowed) == FileIdentity(device: device, inode: inode), "the same inode")
+        let after = try ChildProcess(allowed, ["-n", "1"])
+        #expect(!principal.matches(ProcessIdentity(pid: after.pid)))
+        #expect(principal.fileChanged)
+        #expect(unrecorded.matches(ProcessIdentity(pid: after.pid)) && !unrecorded.fileChanged && unrecorded.lacksFingerprint,
+                "without a fingerprint, only the inode is compared")
+    }
+
     @Test func anExecutableIsGivenByAnAbsolutePathToAFile() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(throws: AccessRuleError.executableNotAbsolute("usr/bin/head")) { try Principal.executable(at: "usr/bin/head") }
         #expect(throws: AccessRuleError.executableNotFound(path: "/nonexistent/x", errno: ENOENT)) {
             try Principal.executable(at: "/nonexistent/x")

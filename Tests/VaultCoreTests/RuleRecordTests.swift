@@ -61,14 +61,27 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
     }
 
     @Test func theRecordLayoutRoundTripsAndRefusesAnythingElse() {
-        let rules = [headRule, nginxRule, AccessRule(.executable(path: "/opt/ä b", device: .max, inode: 7), readOnly: true),
+        let rules = [headRule, nginxRule, AccessRule(.executable(path: "/opt/ä b", device: .max, inode: 7, fingerprint: nil), readOnly: true),
                      AccessRule(.unit("x.scope"), confirm: true)]
         let encoded = RuleRecord.encode(rules)
         #expect(RuleRecord.decode(encoded) == rules)
         #expect(RuleRecord.decode(RuleRecord.encode([])) == [])
         #expect(RuleRecord.decode(encoded + [0]) == nil, "trailing bytes")
         #expect(RuleRecord.decode(Array(encoded.dropLast())) == nil, "cut short")
-        #expect(RuleRecord.decode([2] + encoded.dropFirst()) == nil, "another layout")
+        #expect(encoded.first == 2, "a fingerprinted rule: layout 2")
+        #expect(RuleRecord.decode([3] + encoded.dropFirst()) == nil, "another layout")
+        #expect(RuleRecord.decode([1] + encoded.dropFirst()) == nil, "layout 2 read as 1")
+        // A record of rules made before fingerprints: layout 1, which older versions read, and
+        // read back without fingerprints.
+        let old = [AccessRule(.executable(path: "/usr/bin/head", device: 1, inode: 2, fingerprint: nil)), nginxRule]
+        #expect(RuleRecord.encode(old).first == 1)
+        #expect(RuleRecord.decode(RuleRecord.encode(old)) == old)
+        let print = FileFingerprint(size: 9, modified: -1, changed: .max)
+        let new = [AccessRule(.executable(path: "/x", device: 1, inode: 2, fingerprint: print))] + old
+        #expect(RuleRecord.decode(RuleRecord.encode(new)) == new, "fingerprinted and not, in one record")
+        var presence = RuleRecord.encode(new)
+        presence[3 + 2 + 2 + 2 + 16] = 2
+        #expect(RuleRecord.decode(presence) == nil, "neither with nor without a fingerprint")
         var flags = RuleRecord.encode([nginxRule])
         flags[4] |= 0x80
         #expect(RuleRecord.decode(flags) == nil, "unknown flag")
@@ -76,7 +89,7 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         kind[3] = 9
         #expect(RuleRecord.decode(kind) == nil, "unknown kind")
         #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.unit("nginx"))])) == nil, "not a unit name")
-        #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.executable(path: "rel", device: 1, inode: 2))])) == nil, "relative path")
+        #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.executable(path: "rel", device: 1, inode: 2, fingerprint: nil))])) == nil, "relative path")
     }
 
     @Test func theRulesStampChangesWithTheRulesOnly() throws {

@@ -14,21 +14,26 @@ extension AccessGate {
         case asking
     }
 
-    /// Judges `checks` for `caller`. A confirmation is asked on a thread of its own, then the
-    /// checks are judged again (the rules may have changed while the user was asked; answers
-    /// given are remembered, so nobody is asked twice for one request), and `answered` gets nil
-    /// (admitted) or the refusal. Never blocks.
+    /// Judges `checks` for `caller`. A confirmation is asked without holding a thread (the
+    /// broker calls back from the dialog's), then the checks are judged again (the rules may
+    /// have changed while the user was asked; answers given are remembered, so nobody is asked
+    /// twice for one request), and `answered` gets nil (admitted) or the refusal: on the
+    /// dialog's thread, or on this one before `admit` returns when the answer was known.
     func admit(_ checks: [AccessCheck], _ caller: RequestContext,
                answered: @escaping @Sendable (VaultError?) -> Void) -> Admittance {
         switch evaluate(checks, caller) {
         case .allowed: return .admitted
         case .refused(let error): return .refused(error)
         case .needsConfirmation(let pending):
-            let started = HelperThread.start { [self] in
-                answered(decision(after: pending, checks, caller))
+            confirm(pending[...]) { [self] denial in
+                if let denial { return answered(.accessDenied(denial)) }
+                switch evaluate(checks, caller) {
+                case .allowed: answered(nil)
+                case .refused(let error): answered(error)
+                case .needsConfirmation(let again): confirm(again[...]) { answered($0.map { .accessDenied($0) }) }
+                }
             }
-            // No thread, nobody to ask: refused, never left unanswered.
-            return started ? .asking : .refused(.accessDenied(.confirmationUnavailable("no thread to ask on")))
+            return .asking
         }
     }
 

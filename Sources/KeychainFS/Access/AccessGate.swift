@@ -156,6 +156,25 @@ final class AccessGate: Sendable {
         return nil
     }
 
+    /// `confirm` without blocking: `completion` gets the first refusal or nil, on this thread
+    /// when every answer is known at once, else on the thread of the dialog that answered
+    /// last. A request waiting for a dialog so holds no thread (see `ConfirmationBroker`).
+    func confirm(_ pending: ArraySlice<PendingAccess>, then completion: @escaping @Sendable (AccessDenial?) -> Void) {
+        guard let access = pending.first else { return completion(nil) }
+        let path: VaultPath
+        do throws(VaultError) {
+            path = try vault.path(of: access.node)
+        } catch {
+            return completion(.confirmationUnavailable("the path could not be read (\(error))"))
+        }
+        broker.answer(path: path, identity: access.identity, access: access.access, rule: access.rule) { [self] answer in
+            DaemonLog.confirmationAnswered(answer, pid: access.identity.pid)
+            log?.record(pid: access.identity.pid, access: .confirmation, decision: .confirmed(answer.allows), node: access.node)
+            if case .deny(let denial) = answer.decision { return completion(denial) }
+            confirm(pending.dropFirst(), then: completion)
+        }
+    }
+
     /// Reads the rules again if anything was committed since they were read. Called by the
     /// refresher thread, and at unlock.
     func refresh() {

@@ -40,7 +40,7 @@ enum ArchiveRecord {
         try put(UInt16(entry.rules.count), &buffer)
         for rule in entry.rules {
             let (kind, subject): (UInt8, String) = switch rule.principal {
-            case .executable(let path, _, _): (1, path)
+            case .executable(let path, _, _, _): (1, path)
             case .unit(let name): (2, name)
             }
             try put(kind, &buffer)
@@ -143,9 +143,11 @@ enum ArchiveRecord {
         switch kind {
         case 1:
             guard subject.hasPrefix("/") else { throw malformed("an executable rule's path is not absolute") }
-            var info = stat()
-            guard stat(subject, &info) == 0 else { return .executable(path: subject, device: 0, inode: 0) }
-            return .executable(path: subject, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            do throws(AccessRuleError) {
+                return try Principal.executable(at: subject)
+            } catch {
+                return .executable(path: subject, device: 0, inode: 0, fingerprint: nil)
+            }
         case 2:
             guard !subject.isEmpty, !subject.contains("/") else { throw malformed("a unit rule's name is not a unit") }
             return .unit(subject)

@@ -96,12 +96,14 @@ struct Exec: ParsableCommand {
     private func gather() throws(CommandFailure) -> ExecSecrets {
         let vaultPath = Mountpoint.absolute(vault.resolvedVaultPath)
         if let mountpoint = SecretSource.mountpoint(serving: vaultPath) {
+            ProcessHardening.allowInspectionWithoutKeys()
             do throws(CommandFailure) {
                 return try gather(from: .mount(mountpoint: mountpoint))
             } catch let error where error.status == .vaultBusy {
                 // Locked: the passphrase opens the vault file itself, as for any other command.
             }
         }
+        try ProcessHardening.closeInspectionBeforeKeys()
         let opened: Vault
         do throws(VaultError) {
             opened = try vault.openVault()

@@ -30,7 +30,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .notFound: "no such item, dictionary, attribute, access rule or member; `find` matched nothing"
         case .alreadyExists: "already exists (including `init` on an existing file)"
         case .wrongKind: "dictionary not empty, or an item where a dictionary was needed (or the reverse)"
-        case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file, an invalid `--unit`"
+        case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file or that someone other than root could replace, an invalid `--unit`"
         case .vaultBusy: "vault in use (already mounted) or locked"
         case .unusableVault: "no vault, not a vault, or a vault of a newer format"
         case .storage: "storage error: disk full, I/O error, no locked memory, a PostgreSQL server unreachable or not answering in time; an upgrade of an older vault that could not be written (the vault is left unchanged)"
@@ -78,10 +78,10 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     }
 
     /// Every principal the command line cannot make is invalid input: the file is not there,
-    /// is not a file, or the unit name is not one.
+    /// is not a file, could be replaced by someone other than root, or the unit name is not one.
     static func code(for error: AccessRuleError) -> ExitStatus {
         switch error {
-        case .executableNotAbsolute, .executableNotFound, .executableNotAFile, .invalidUnit: .invalidInput
+        case .executableNotAbsolute, .executableNotFound, .executableNotAFile, .executableReplaceable, .invalidUnit: .invalidInput
         }
     }
 }

@@ -24,7 +24,7 @@ struct Mount: ParsableCommand {
                                valueName: "CMD"))
     var confirmWith: String?
 
-    @Option(name: .customLong("confirm-remember"), help: "How long a confirmation holds for its process and rule (default 5m).")
+    @Option(name: .customLong("confirm-remember"), help: "How long a yes holds for its process and rule (default 5m); a no holds for its executable and rule, at most 30 s.")
     var confirmRemember: String = "5m"
 
     /// Tests only: how long a confirmation command may take (seconds), instead of 30.

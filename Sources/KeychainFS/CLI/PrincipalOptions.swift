@@ -24,7 +24,7 @@ struct PrincipalOptions: ParsableArguments {
     func principalOfExistingRule() throws(AccessRuleError) -> Principal {
         if let executable {
             guard executable.hasPrefix("/") else { throw .executableNotAbsolute(executable) }
-            return .executable(path: executable, device: 0, inode: 0)
+            return .executable(path: executable, device: 0, inode: 0, fingerprint: nil)
         }
         return try Principal.unit(named: unit ?? "")
     }

@@ -5,7 +5,7 @@ struct RuleSetJSON: Encodable {
     let path: String
     let rules: [Rule]
 
-    /// One rule: `exe` (with `fileChanged`) or `unit`, and its flags.
+    /// One rule: `exe` (with `fileChanged` and `fileRecorded`) or `unit`, and its flags.
     struct Rule: Encodable {
         var exe: String?
         var unit: String?
@@ -13,12 +13,16 @@ struct RuleSetJSON: Encodable {
         let confirm: Bool
         /// For `exe`: whether the file at the path is no longer the one the rule was made for.
         var fileChanged: Bool?
+        /// For `exe`: false for a rule made before rules recorded the file's size and times,
+        /// which a rewrite in place does not change (`allow` again records them).
+        var fileRecorded: Bool?
 
         init(_ rule: AccessRule) {
             switch rule.principal {
-            case .executable(let path, _, _):
+            case .executable(let path, _, _, let fingerprint):
                 exe = path
                 fileChanged = rule.principal.fileChanged
+                fileRecorded = fingerprint != nil
             case .unit(let name):
                 unit = name
             }

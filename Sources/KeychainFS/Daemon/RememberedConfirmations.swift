@@ -1,21 +1,31 @@
 import Glibc
 import VaultCore
 
-/// The answers the user gave, each for one process, one rule and one kind of access, until it
-/// expires. A process is its pid and its start time, so a pid given again to a new process
-/// inherits nothing. A yes to reading is not a yes to writing.
+/// The answers the user gave, until each expires. A yes holds for one process (its pid and
+/// start time, so a pid given again to a new process inherits nothing), one rule and one kind
+/// of access. A no holds for every process of the executable that was refused (its file, as
+/// `Subject` says), so a program that starts itself again and again cannot bring the dialog
+/// back. A yes to reading is not a yes to writing, nor a no to reading a no to writing.
 struct RememberedConfirmations {
+    /// Who a dialog is about: the executable file when the kernel names it, else the process.
+    enum Subject: Hashable, Sendable {
+        case executable(FileIdentity)
+        case process(pid_t, startTime: UInt64)
+    }
+
     struct Key: Hashable, Sendable {
-        let processID: pid_t
-        let startTime: UInt64
+        let subject: Subject
         let rule: AccessRule
         let write: Bool
 
-        init(processID: pid_t, startTime: UInt64, rule: AccessRule, access: Access) {
-            self.processID = processID
-            self.startTime = startTime
+        init(subject: Subject, rule: AccessRule, access: Access) {
+            self.subject = subject
             self.rule = rule
             write = access == .write
+        }
+
+        init(processID: pid_t, startTime: UInt64, rule: AccessRule, access: Access) {
+            self.init(subject: .process(processID, startTime: startTime), rule: rule, access: access)
         }
     }
 

@@ -72,9 +72,10 @@ enum FUSEOperations {
         let req: fuse_req_t?
     }
 
-    /// Serves `body` if the access rules allow each of `checks`; for a `--confirm` rule it asks
-    /// on a thread of its own and serves or refuses from there, so that the session loop goes
-    /// on serving everyone else meanwhile. So `body` holds copies of what it needs from the
+    /// Serves `body` if the access rules allow each of `checks`; for a `--confirm` rule it hands
+    /// the request to the confirmation broker, which serves or refuses it from the thread of the
+    /// dialog that answers (no thread per waiting request), so that the session loop goes on
+    /// serving everyone else meanwhile. So `body` holds copies of what it needs from the
     /// request: the kernel's buffer is wiped and reused once this returns.
     private static func guarded(_ req: fuse_req_t?, _ checks: [AccessCheck],
                                 _ body: @escaping @Sendable (fuse_req_t?, FileSystem, RequestContext) throws(VaultError) -> Void) {

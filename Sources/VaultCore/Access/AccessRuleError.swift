@@ -8,6 +8,9 @@ public enum AccessRuleError: Error, Equatable, Sendable, CustomStringConvertible
     case executableNotFound(path: String, errno: Int32)
     case executableNotAFile(String)
     case invalidUnit(String)
+    /// Someone other than root could rewrite or replace the file (`ExecutableOwnership`), and
+    /// so take the rule's access; `allow --force` makes the rule anyway.
+    case executableReplaceable(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -17,6 +20,8 @@ public enum AccessRuleError: Error, Equatable, Sendable, CustomStringConvertible
             "\(path): \(String(cString: strerror(code)))"
         case .executableNotAFile(let path):
             "\(path): not a regular file"
+        case .executableReplaceable(let path, let reason):
+            "\(path): \(reason), so the rule would admit whatever program is put there; install it where only root can write (or give --force)"
         case .invalidUnit(let name):
             "\(name): a unit name ends in .service or .scope and holds no '/'"
         }

@@ -4,13 +4,16 @@ import Glibc
 /// unit or scope.
 public enum Principal: Hashable, Sendable, CustomStringConvertible {
     /// Processes whose executable, as the kernel records it (`/proc/PID/exe`), is the file at
-    /// `path` now. `device` and `inode` are that file as it was when the rule was made: they
-    /// let a listing say that the file was replaced since (a package upgrade, or someone who
-    /// may write there), but matching never uses them. It stats `path` afresh at each decision,
-    /// so a byte-identical copy elsewhere never matches, a process still running a binary that
-    /// was replaced or deleted stops matching, and a rule keeps working across upgrades of the
-    /// binary. Whoever may replace the file at `path` may therefore take the rule's access.
-    case executable(path: String, device: UInt64, inode: UInt64)
+    /// `path` now. `device`, `inode` and `fingerprint` are that file as it was when the rule was
+    /// made. Matching stats `path` afresh at each decision, so a byte-identical copy elsewhere
+    /// never matches, a process still running a binary that was replaced or deleted stops
+    /// matching, and a rule keeps working across upgrades that rename a new file over the path
+    /// (whoever may replace the file at `path` may therefore take the rule's access: `allow`
+    /// refuses a path the user could replace, see `ExecutableOwnership`). The file the rule was
+    /// made for, still at the path, matches only while its fingerprint is the recorded one: a
+    /// rewrite in place (same inode, new bytes) stops matching. Rules made before fingerprints
+    /// were recorded have none (nil) and match by inode alone; `rules` says so.
+    case executable(path: String, device: UInt64, inode: UInt64, fingerprint: FileFingerprint?)
     /// Processes whose innermost unit or scope (`ProcessIdentity.unit`) is this name, when the
     /// unit's cgroup is not the mounting user's own (`ProcessIdentity.trustsUnit`).
     case unit(String)
@@ -21,7 +24,7 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .executableNotFound(path: path, errno: errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .executableNotAFile(path) }
-        return .executable(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        return .executable(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), fingerprint: FileFingerprint(info))
     }
 
     public static func unit(named name: String) throws(AccessRuleError) -> Principal {
@@ -54,12 +57,13 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
 
     func match(_ identity: ProcessIdentity, files: inout FileIdentityCache) -> Match? {
         switch self {
-        case .executable(let path, _, _):
-            guard let now = files.identity(of: path) else { return nil }
-            if let running = identity.executable { return running.file == now ? .executable : nil }
+        case .executable(let path, let device, let inode, let fingerprint):
+            guard let now = files.identity(of: path),
+                  !Principal.rewritten(now, device: device, inode: inode, fingerprint: fingerprint) else { return nil }
+            if let running = identity.executable { return running.file == now.identity ? .executable : nil }
             guard identity.isAlive, let group = identity.status?.effectiveGroup else { return nil }
             var info = stat()
-            guard stat(path, &info) == 0, FileIdentity(info) == now, info.st_mode & S_ISGID != 0,
+            guard stat(path, &info) == 0, FileIdentity(info) == now.identity, info.st_mode & S_ISGID != 0,
                   info.st_gid == group, !WritableByUser.userGroups.contains(group) else { return nil }
             return .setgidExecutable
         case .unit(let name):
@@ -68,27 +72,43 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the file found is the one recorded, with other contents.
+    private static func rewritten(_ found: (identity: FileIdentity, fingerprint: FileFingerprint),
+                                  device: UInt64, inode: UInt64, fingerprint: FileFingerprint?) -> Bool {
+        guard let fingerprint, found.identity == FileIdentity(device: device, inode: inode) else { return false }
+        return found.fingerprint != fingerprint
+    }
+
     /// Whether both name the same executable path or the same unit, whatever file the path led
     /// to when each was made: a rule for it replaces the other's.
     public func namesSameSubject(as other: Principal) -> Bool {
         switch (self, other) {
-        case (.executable(let path, _, _), .executable(let otherPath, _, _)): path == otherPath
+        case (.executable(let path, _, _, _), .executable(let otherPath, _, _, _)): path == otherPath
         case (.unit(let name), .unit(let otherName)): name == otherName
         default: false
         }
     }
 
     /// Whether the file at an executable principal's path is no longer the one the rule was
-    /// made for (replaced or gone); false for a unit.
+    /// made for (replaced, gone, or rewritten in place); false for a unit.
     public var fileChanged: Bool {
-        guard case .executable(let path, let device, let inode) = self else { return false }
-        return FileIdentity.of(path: path) != FileIdentity(device: device, inode: inode)
+        guard case .executable(let path, let device, let inode, let fingerprint) = self else { return false }
+        var files = FileIdentityCache()
+        guard let found = files.identity(of: path), found.identity == FileIdentity(device: device, inode: inode) else { return true }
+        return Principal.rewritten(found, device: device, inode: inode, fingerprint: fingerprint)
+    }
+
+    /// Whether an executable principal was made before rules recorded the file's fingerprint,
+    /// so that a rewrite in place goes unnoticed; false for a unit.
+    public var lacksFingerprint: Bool {
+        guard case .executable(_, _, _, let fingerprint) = self else { return false }
+        return fingerprint == nil
     }
 
     /// As the command line gives it.
     public var description: String {
         switch self {
-        case .executable(let path, _, _): "--exe \(path)"
+        case .executable(let path, _, _, _): "--exe \(path)"
         case .unit(let name): "--unit \(name)"
         }
     }
