@@ -89,8 +89,10 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         let result = try db.writeTransaction(durable: durability == .durable, counted: seenByChangeToken) { () throws(VaultError) -> R in
             let result = try body()
             // Local statements: the generation costs no round trip here, and commits with the rest.
-            if let cipher = generationCipher, try formatVersion() >= VaultFormat.oldestWithGeneration {
-                sealed = try sealNextGeneration(cipher)
+            if let cipher = generationCipher {
+                // Looked at until it holds: a vault's format only ever goes up (an upgrade's write).
+                if !hasGeneration { hasGeneration = try formatVersion() >= VaultFormat.oldestWithGeneration }
+                if hasGeneration { sealed = try sealNextGeneration(cipher) }
             }
             return result
         }
@@ -185,6 +187,8 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     var generationCipher: RecordCipher?
     private(set) var lastSealedGeneration: Int64?
     private(set) var sealedPartsChanged = false
+    /// Whether the vault is known to be of format 8 or later (`write`).
+    private var hasGeneration = false
 
     func vaultState() throws(VaultError) -> VaultState? {
         guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vault WHERE singleton = 1"),
