@@ -164,8 +164,10 @@ public final class Vault: Sendable {
         }
         let vault = Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
         // A vault made again at the same place (after its file was removed) starts a new record.
-        try SeenGenerations.check(location: vault.seenLocation, generation: storage.lastSealedGeneration ?? 0, headerMAC: headerMAC,
-                                  cipher: cipher, accepting: true)
+        // Not recorded (a state directory that cannot be written): the next open records it,
+        // or fails, with nothing to compare until then.
+        _ = try? SeenGenerations.check(location: vault.seenLocation, generation: storage.lastSealedGeneration ?? 0,
+                                       headerMAC: headerMAC, cipher: cipher, accepting: true)
         return vault
     }
 
