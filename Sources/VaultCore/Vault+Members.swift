@@ -17,7 +17,9 @@ extension Vault {
     public func keySlots() throws(VaultError) -> [VaultKeySlot] {
         do throws(VaultError) {
             return try reading { (store) throws(VaultError) -> [VaultKeySlot] in
-                try store.cipher.withMasterKey { (master) throws(VaultError) -> [VaultKeySlot] in
+                // A slot put back (a removed member's) fails the members' MAC, even with its own MAC.
+                if try store.hasCheckableState { _ = try store.checkedState() }
+                return try store.cipher.withMasterKey { (master) throws(VaultError) -> [VaultKeySlot] in
                     try Vault.keySlots(in: store.storage) { (row) throws(VaultError) in
                         try MemberSlot.check(row, vaultID: store.cipher.vaultID, master: master)
                     }
@@ -60,7 +62,9 @@ extension Vault {
             let slot = try store.cipher.withMasterKey { (master) throws(VaultError) -> MemberSlotRow in
                 try MemberSlot.seal(master: master, vaultID: store.cipher.vaultID, name: nameBytes, publicKey: publicKey)
             }
+            if try store.hasCheckableState { _ = try store.checkedState() }
             try store.storage.insertMemberSlot(slot)
+            try store.resealMembersMAC()
         }
     }
 
@@ -91,6 +95,7 @@ extension Vault {
         return try rotatingKeys { (store, openedSlot) throws(VaultError) -> (MemberRemoval, RecordCipher) in
             let storage = store.storage
             return try storage.write(.durable) { () throws(VaultError) -> (MemberRemoval, RecordCipher) in
+                if try store.hasCheckableState { _ = try store.checkedState() }
                 let members = try storage.memberSlots()
                 guard members.contains(where: { $0.name == nameBytes }) else { throw .noSuchMember(name) }
                 let kept = members.filter { $0.name != nameBytes }
@@ -114,6 +119,9 @@ extension Vault {
                     try storage.insertMemberSlot(MemberSlot.seal(master: master, vaultID: rotated.vaultID, name: slot.name,
                                                                  publicKey: publicKey))
                 }
+                try storage.setMembersMAC(rotated.membersMAC(try storage.memberSlots()))
+                // The generation this write raises is sealed under the new key.
+                storage.generationCipher = rotated
                 var dropped = 0
                 for slot in passphraseSlots {
                     if slot.id == rewrapped?.id {

@@ -32,6 +32,11 @@ extension Vault {
             if let next = try store.storage.nextNodeID(), let highest = kinds.keys.max(), next.rawValue <= highest {
                 problems.append(IntegrityProblem(path: "/", reason: "the node counter was moved back"))
             }
+            if try store.hasCheckableState {
+                do throws(VaultError) { _ = try store.checkedState() } catch .integrityFailure(let what) {
+                    problems.append(IntegrityProblem(path: "/", reason: what))
+                }
+            }
             for (index, node) in nodes.enumerated() {
                 progress(index + 1, nodes.count)
                 guard case .row(let row, let hasContent) = node else {

@@ -15,8 +15,11 @@ public final class Vault: Sendable {
     private struct State {
         let storage: any VaultStorage
         /// nil while locked, or, while locked with after-first-unlock items, a cipher holding
-        /// only their keys (`RecordCipher.holdsEveryKey` is false).
-        var cipher: RecordCipher?
+        /// only their keys (`RecordCipher.holdsEveryKey` is false). The storage seals the
+        /// generation with it while it holds every key (the reduced one lacks the header key).
+        var cipher: RecordCipher? {
+            didSet { storage.generationCipher = cipher.flatMap { $0.holdsEveryKey ? $0 : nil } }
+        }
         /// The key slot the current passphrase opened.
         var slotID: Int64
         /// The member key file a member's open read (`open(at:memberKeyAt:passphrase:)`): an
@@ -62,17 +65,39 @@ public final class Vault: Sendable {
             logSealer = nil
             shutOut = true
         }
+        /// The generation last recorded as seen (`recordGenerationSeen`).
+        var recordedGeneration: Int64? = nil
         /// Whether a commit since the last durable one or sync was not synced
         /// (`.carriedByNextDurableCommit`): what `syncCarriedCommits` has to do.
         var unsynced = false
     }
 
+    /// Where this machine records the newest generation seen of this vault (`SeenGenerations`).
+    private let seenLocation: String
+
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
                  headerMAC: [UInt8] = []) {
         self.path = path
         self.itemSizeLimit = itemSizeLimit
+        seenLocation = SeenGenerations.location(of: path)
+        storage.generationCipher = cipher.flatMap { $0.holdsEveryKey ? $0 : nil }
         let sealer = cipher.flatMap { try? AccessLogKeys(cipher: $0).sealer }
         state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID, verifiedHeaderMAC: headerMAC, logSealer: sealer))
+    }
+
+    deinit {
+        state.withLock { Vault.recordGenerationSeen(&$0, at: seenLocation) }
+    }
+
+    /// Records the generation this vault's last write sealed as the newest seen on this machine,
+    /// while every key is here: at a lock, an unmount and when the vault is released (not at
+    /// every write, which would cost a sync each). A failure to record is not the operation's.
+    private static func recordGenerationSeen(_ state: inout State, at location: String) {
+        guard let cipher = state.cipher, cipher.holdsEveryKey, let generation = state.storage.lastSealedGeneration,
+              generation != state.recordedGeneration, let header = try? state.storage.header() else { return }
+        if (try? SeenGenerations.record(location: location, generation: generation, headerMAC: header.mac, cipher: cipher)) != nil {
+            state.recordedGeneration = generation
+        }
     }
 
     // MARK: creating and opening
@@ -126,6 +151,7 @@ public final class Vault: Sendable {
                                      firstNodeID: NodeID(NodeID.root.rawValue + 1))
             try storage.setRulesMAC(cipher.rulesMAC([]))
             try slots(storage)
+            try storage.setMembersMAC(cipher.membersMAC(try storage.memberSlots()))
             let now = Timestamp.now()
             let rootAttributes = NodeAttributes(kind: .dictionary, mode: 0o700, size: 0, at: now, contentGeneration: 0)
             let root = RecordPlace.new(.root)
@@ -134,12 +160,21 @@ public final class Vault: Sendable {
                                            nameTag: [UInt8](repeating: 0, count: 32), sealedName: [],
                                            sealedAttributes: cipher.sealAttributes(rootAttributes, root)),
                                    sealedContent: nil)
+            try storage.raiseGeneration(sealedBy: cipher)
         }
-        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
+        let vault = Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
+        // A vault made again at the same place (after its file was removed) starts a new record.
+        // Not recorded (a state directory that cannot be written): the next open records it,
+        // or fails, with nothing to compare until then.
+        _ = try? SeenGenerations.check(location: vault.seenLocation, generation: storage.lastSealedGeneration ?? 0,
+                                       headerMAC: headerMAC, cipher: cipher, accepting: true)
+        return vault
     }
 
     /// Opens an existing vault with a passphrase.
-    public static func open(at path: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
+    /// With `acceptingRollback`, a vault older than the newest generation this machine saw of it
+    /// opens (else `.rolledBack`), and its generation becomes the newest seen.
+    public static func open(at path: String, passphrase: borrowing SecureBuffer, acceptingRollback: Bool = false) throws(VaultError) -> Vault {
         let storage = try VaultLocation.openStorage(at: path)
         // In one read: another process may upgrade the vault in between, which would make a
         // version read before its header look set back.
@@ -166,12 +201,12 @@ public final class Vault: Sendable {
         }
         guard let master = unlockedMaster.take() else { throw .wrongPassphrase }
         return try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
-                          master: master, slotID: unlockedSlot)
+                          master: master, slotID: unlockedSlot, acceptingRollback: acceptingRollback)
     }
 
     /// Opens an existing vault with a member's key (its secret half already unsealed with the
     /// member's passphrase), through the member's key slot (format 6 on).
-    public static func open(at path: String, member: MemberKey) throws(VaultError) -> Vault {
+    public static func open(at path: String, member: MemberKey, acceptingRollback: Bool = false) throws(VaultError) -> Vault {
         let storage = try VaultLocation.openStorage(at: path)
         let (version, (vaultID, itemSizeLimit, storedMAC)) = try storage.read { () throws(VaultError) in
             (try checkedVersion(of: storage, at: path), try readHeader(storage))
@@ -187,16 +222,17 @@ public final class Vault: Sendable {
         }
         guard let master = unlockedMaster.take() else { throw .notAMember(member.publicKey.base64) }
         let vault = try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
-                               master: master, slotID: Vault.memberSlotID)
+                               master: master, slotID: Vault.memberSlotID, acceptingRollback: acceptingRollback)
         vault.state.withLock { $0.member = member }
         return vault
     }
 
     /// Opens the vault as the member whose key is in `keyPath`, `passphrase` unsealing that
     /// key; later unlocks of this vault take the same key's passphrase.
-    public static func open(at path: String, memberKeyAt keyPath: String, passphrase: borrowing SecureBuffer) throws(VaultError) -> Vault {
+    public static func open(at path: String, memberKeyAt keyPath: String, passphrase: borrowing SecureBuffer,
+                            acceptingRollback: Bool = false) throws(VaultError) -> Vault {
         let member = try MemberKey.open(at: keyPath, passphrase: passphrase)
-        let vault = try open(at: path, member: member)
+        let vault = try open(at: path, member: member, acceptingRollback: acceptingRollback)
         vault.state.withLock { $0.memberKeyPath = keyPath }
         return vault
     }
@@ -207,7 +243,8 @@ public final class Vault: Sendable {
     /// The rest of opening, once a slot gave the master key: the header is checked with it,
     /// then the vault is upgraded if it is older.
     private static func opened(_ storage: sending any VaultStorage, at path: String, version: Int, vaultID: [UInt8], itemSizeLimit: Int,
-                               storedMAC: [UInt8], master: consuming SecureBuffer, slotID: Int64) throws(VaultError) -> Vault {
+                               storedMAC: [UInt8], master: consuming SecureBuffer, slotID: Int64,
+                               acceptingRollback: Bool) throws(VaultError) -> Vault {
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
         if let sealed = VaultFormat.sealedVersions.first(where: {
             cipher.headerMACMatches(storedMAC, itemSizeLimit: itemSizeLimit, oldestFormat: $0)
@@ -225,12 +262,22 @@ public final class Vault: Sendable {
         }
         // Upgrading needs the keys (records are sealed again), so it waits for the first open
         // with a passphrase; opening without one reads older versions as they are.
+        storage.generationCipher = cipher
         if version < VaultFormat.version {
             try FormatUpgrade.upgrade(NodeStore(storage: storage, cipher: cipher), from: version, path: path)
         }
-        // An upgrade seals the header again.
-        let headerMAC = try storage.header()?.mac ?? storedMAC
-        return Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
+        // An upgrade seals the header again. The state is checked (rules or member rows put back
+        // from an older copy fail) and its generation compared with the newest seen here.
+        let store = NodeStore(storage: storage, cipher: cipher)
+        let (headerMAC, generation) = try storage.read { () throws(VaultError) -> ([UInt8], Int64) in
+            let state = try store.checkedState()
+            return (state.headerMAC, state.generation)
+        }
+        let vault = Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
+        try SeenGenerations.check(location: vault.seenLocation, generation: generation, headerMAC: headerMAC, cipher: cipher,
+                                  accepting: acceptingRollback)
+        vault.state.withLock { $0.recordedGeneration = generation }
+        return vault
     }
 
     /// Opens a vault without its passphrase, locked with every key absent, to be unlocked
@@ -322,6 +369,7 @@ public final class Vault: Sendable {
     /// Either way but the unmount, the search tags' key is kept on its own (`findLockedItems`).
     public func lock(keepingAfterFirstUnlock: Bool = true) {
         state.withLock { state in
+            Vault.recordGenerationSeen(&state, at: seenLocation)
             // The member's secret key goes with every lock: it opens the master key.
             state.member = nil
             guard keepingAfterFirstUnlock else {
@@ -530,6 +578,9 @@ public final class Vault: Sendable {
             let storage = state.storage
             let result: R
             let rotated: RecordCipher
+            // `rotate` hands its write the new cipher to seal the generation with; a rotation
+            // that failed leaves the current one.
+            defer { storage.generationCipher = state.cipher.flatMap { $0.holdsEveryKey ? $0 : nil } }
             do throws(VaultError) {
                 (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths), state.slotID)
             } catch .integrityFailure(let what) {

@@ -57,6 +57,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A this-device-only class for an item or a default in a vault with members, or a member
     /// added to a vault that holds such items; says which.
     case thisDeviceOnlyInTeamVault(String)
+    /// The vault is at an older generation than this machine last saw of it at that location
+    /// (an older file or dump put back, `SeenGenerations`); `--accept-rollback` opens it.
+    case rolledBack(path: String, found: Int64, newest: Int64)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -137,6 +140,10 @@ extension VaultError: CustomStringConvertible {
                 + "slot it could keep); add another member first"
         case .thisDeviceOnlyInTeamVault(let what):
             return what
+        case .rolledBack(let path, let found, let newest):
+            return "\(path): the vault is at generation \(found), older than generation \(newest), the newest this machine has seen "
+                + "of it (\(SeenGenerations.path)): an older copy of the vault was put back, and every change since is gone. "
+                + "If that is what you meant, open it once with --accept-rollback (mount -o accept_rollback)"
         }
     }
 }

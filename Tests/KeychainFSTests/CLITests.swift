@@ -142,7 +142,7 @@ import Testing
         sqlite3_close(db)
         let result = try f.cli(["get", "x"])
         #expect(result.exitStatus == .unusableVault)
-        #expect(result.stderr.contains("vault format version 9 is newer than this keychainfs supports (7)"))
+        #expect(result.stderr.contains("vault format version 9 is newer than this keychainfs supports (8)"))
     }
 
     @Test func verifyNamesTheDamagedPath() throws {

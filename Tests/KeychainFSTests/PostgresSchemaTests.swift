@@ -10,8 +10,13 @@ import Testing
         let uri = try server.createDatabase("old")
         let vault = try CLIFixture(vault: uri)
         #expect(try vault.cli(["set", "kept", "from layout 1"]).exitStatus == .success)
-        // Back to layout 1, and checked to be exactly what layout 1's DDL makes.
-        try server.sql("old", "ALTER TABLE vaults DROP COLUMN change_count; UPDATE keychainfs_schema SET version = 1")
+        // Back to layout 1, and checked to be exactly what layout 1's DDL makes. The vault's
+        // state (layout 3's columns) is kept aside: a format 8 vault without it is refused.
+        let state = try server.sql("old", "SELECT generation || ',' || encode(members_mac, 'hex') || ',' || encode(state_mac, 'hex') FROM vaults")
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+        try #require(state.count == 3)
+        try server.sql("old", "ALTER TABLE vaults DROP COLUMN change_count, DROP COLUMN generation, DROP COLUMN members_mac, "
+                           + "DROP COLUMN state_mac; UPDATE keychainfs_schema SET version = 1")
         _ = try server.createDatabase("reference")
         try server.sql("reference", """
             CREATE TABLE keychainfs_schema (singleton integer PRIMARY KEY CHECK (singleton = 1), version bigint NOT NULL);
@@ -25,8 +30,11 @@ import Testing
         }
         #expect(try layoutOf("old") == (try layoutOf("reference")))
 
+        #expect(try vault.cli(["get", "kept"]).exitStatus == .integrityFailure)
+        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "3\n")
+        try server.sql("old", "UPDATE vaults SET generation = \(state[0]), members_mac = decode('\(state[1])', 'hex'), "
+                           + "state_mac = decode('\(state[2])', 'hex')")
         #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
-        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "2\n")
         let count = Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1
         #expect(try vault.cli(["set", "later", "x"]).exitStatus == .success)
         #expect((Int(try server.sql("old", "SELECT change_count FROM vaults WHERE name = 'default'").dropLast()) ?? -1) > count)
@@ -36,7 +44,7 @@ import Testing
         let refused = try vault.cli(["ls"])
         #expect(refused.exitStatus == .unusableVault, "\(refused.stderr)")
         #expect(refused.stderr.split(separator: "\n").count == 1)
-        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (2)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (3)"), "\(refused.stderr)")
 
         // A number no keychainfs writes (set by hand) is refused by every command, init too
         // (which upgrades first), and never indexes an upgrade step.
@@ -48,7 +56,7 @@ import Testing
                         "layout \(edited), \(arguments[0]): \(result.status) \(result.stderr)")
             }
         }
-        try server.sql("old", "UPDATE keychainfs_schema SET version = 2")
+        try server.sql("old", "UPDATE keychainfs_schema SET version = 3")
         #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
     }
 }

@@ -155,12 +155,14 @@ import Testing
         let key = try #require(Data(base64Encoded: mallory.publicKey)).map { String(format: "%02x", $0) }.joined()
         try server.sql("team", "INSERT INTO member_slots VALUES ('default', 'mallory', '\\x\(key)', '\\x\(String(repeating: "00", count: 200))')")
         let removed = try asMember(f, alice, ["member", "remove"], ["bob"])
-        #expect(removed.exitStatus == .integrityFailure && removed.stderr.contains("member slot mallory"), "\(removed.stderr)")
+        // The slots' MAC the vault's state binds (format 8) refuses the added row before its own MAC is looked at.
+        #expect(removed.exitStatus == .integrityFailure && removed.stderr.contains("member slot"), "\(removed.stderr)")
         let listed = try asMember(f, alice, ["member", "list"], [])
         #expect(listed.exitStatus == .integrityFailure && !listed.stdoutText.contains("mallory"), "\(listed.stdoutText) \(listed.stderr)")
         let asMallory = try asMember(f, mallory, ["get"], ["team/key"])
         #expect(asMallory.exitStatus != .success && !asMallory.stdoutText.contains("before"), "\(asMallory.stdoutText)")
-        #expect(try asMember(f, bob, ["get"], ["team/key"]).stdoutText == "before")
+        // The vault refuses every member while the row is there: it does not open with a slot it did not write.
+        #expect(try asMember(f, bob, ["get"], ["team/key"]).exitStatus == .integrityFailure)
 
         // Gone from the table, the rotation goes ahead, and bob is out.
         try server.sql("team", "DELETE FROM member_slots WHERE name = 'mallory'")

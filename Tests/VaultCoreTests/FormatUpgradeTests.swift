@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 7
+let currentFormat: Int64 = 8
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -470,5 +470,33 @@ private final class TinyFilesystem {
             }
             #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, member: ann) }
         }
+    }
+
+    /// 7 -> 8: the generation starts (1, sealed by the upgrade's write), the members' MAC covers
+    /// the slot there is, and each later write raises the generation; the rule and the member
+    /// stay; a member opens the vault after the upgrade. Rules and their MAC set back to none
+    /// (what the vault had before its rule) are then refused.
+    @Test func aVersion7VaultGetsItsGenerationAt8() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 7)
+        #expect(formatVersion(scratch.vaultPath) == 7)
+        let before = records(scratch.vaultPath)
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
+        #expect(records(scratch.vaultPath) == before)
+        #expect(rawInteger(scratch.vaultPath, "SELECT generation FROM vault") == 1)
+        #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v7FixtureToken".utf8))
+        #expect(try vault.ruleSets().count == 1)
+        #expect(try vault.keySlots().count == 2)
+        #expect(try vault.verify().isEmpty)
+        try vault.store(secret("m"), at: path("app/more"))
+        #expect(rawInteger(scratch.vaultPath, "SELECT generation FROM vault") > 1)
+
+        let bob = try MemberKey.open(at: fixtures + "/v7.member.key", passphrase: try fixturePassphrase())
+        #expect(try Vault.open(at: scratch.vaultPath, member: bob).read(path("mail/work/password")).testBytes == Array("pw7".utf8))
+
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules") }
+        #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).accessPolicy() }
     }
 }

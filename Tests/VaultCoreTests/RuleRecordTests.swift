@@ -215,7 +215,13 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
     }
 
     func expectRefused(_ scratch: Scratch, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let vault = try reopen(scratch)
+        let vault: Vault
+        do {
+            vault = try reopen(scratch)
+        } catch VaultError.integrityFailure {
+            // The rules' MAC is bound into the vault's state (format 8): refused at the open.
+            return
+        }
         do throws(VaultError) {
             _ = try vault.accessPolicy()
             Issue.record("\(what): the policy loaded", sourceLocation: sourceLocation)

@@ -18,6 +18,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
     case accessDenied = 12
     case otherDevice = 13
     case serviceUnavailable = 14
+    case rolledBack = 15
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -38,6 +39,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .accessDenied: "access denied by an access rule"
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
         case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace)"
+        case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back); --accept-rollback opens it"
         case .usage: "usage error"
         }
     }
@@ -74,6 +76,7 @@ enum ExitStatus: Int32, CaseIterable, Sendable {
         case .otherDevice: .otherDevice
         case .memberKeyRequired: .wrongPassphrase
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput
+        case .rolledBack: .rolledBack
         }
     }
 

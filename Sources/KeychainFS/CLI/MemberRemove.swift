@@ -24,7 +24,7 @@ struct MemberRemove: ParsableCommand {
                 let path = vault.resolvedVaultPath
                 try Vault.checkOpenable(at: path)
                 let passphrase = try vault.passphrase()
-                removal = try Vault.open(at: path, passphrase: passphrase).removeMember(name: name, passphrase: passphrase)
+                removal = try Vault.open(at: path, passphrase: passphrase, acceptingRollback: vault.acceptRollback).removeMember(name: name, passphrase: passphrase)
             }
             Terminal.printInfo("removed member \(Terminal.printable(name)); rotated the master key: "
                 + "\(removal.recordsResealed) records re-encrypted")

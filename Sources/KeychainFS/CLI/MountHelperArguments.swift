@@ -66,6 +66,9 @@ enum MountHelperArguments {
             case "secret_service":
                 guard value == nil else { throw Refusal(message: "mount option secret_service takes no value") }
                 mount.append("--secret-service")
+            case "accept_rollback":
+                guard value == nil else { throw Refusal(message: "mount option accept_rollback takes no value") }
+                mount.append("--accept-rollback")
             case _ where value == nil && kernelOptions.contains(name):
                 mount += ["--kernel-option", name]
             case _ where value == nil && ignored.contains(name):

@@ -15,6 +15,9 @@ struct VaultOptions: ParsableArguments {
     @Option(name: .customLong("member-key"), help: ArgumentHelp("Open the vault with the member key in FILE (implies --member).", valueName: "FILE"))
     var memberKeyPath: String?
 
+    @Flag(name: .customLong("accept-rollback"), help: "Open the vault even when it is older than the newest generation of it this machine has seen (an older file or dump put back on purpose), and take its generation as the newest.")
+    var acceptRollback = false
+
     /// The member key file to open the vault with; nil to open it with a vault passphrase.
     var resolvedMemberKeyPath: String? { memberKeyPath ?? (asMember ? MemberKey.defaultPath : nil) }
 
@@ -41,9 +44,10 @@ struct VaultOptions: ParsableArguments {
         if let memberKeyPath = resolvedMemberKeyPath {
             // The key file's own checks (there, a member key) before its passphrase is asked.
             _ = try MemberKey.publicKey(at: memberKeyPath)
-            return try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "))
+            return try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "),
+                                  acceptingRollback: acceptRollback)
         }
         let passphrase = try passphrase()
-        return try Vault.open(at: path, passphrase: passphrase)
+        return try Vault.open(at: path, passphrase: passphrase, acceptingRollback: acceptRollback)
     }
 }

@@ -42,6 +42,7 @@ enum BackgroundLaunch {
         // Before the mountpoint, on a line of its own: one more term is too many for the type checker.
         arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)
         if request.syncEveryChange { arguments.insert("--sync", at: arguments.count - 1) }
+        if request.vault.acceptRollback { arguments.insert("--accept-rollback", at: arguments.count - 1) }
         if let window = request.syncWindowMilliseconds { arguments.insert(contentsOf: ["--sync-window-ms", "\(window)"], at: arguments.count - 1) }
         arguments.insert(contentsOf: ["--busy-poll-us", "\(request.busyPollMicroseconds)"], at: arguments.count - 1)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]

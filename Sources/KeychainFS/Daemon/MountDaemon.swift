@@ -190,9 +190,10 @@ enum MountDaemon {
                 try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
             } else if let memberKeyPath = request.vault.resolvedMemberKeyPath {
                 // Unlocks after a lock take this key's passphrase as well (see `Vault.unlock`).
-                try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase)
+                try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase,
+                               acceptingRollback: request.vault.acceptRollback)
             } else {
-                try Vault.open(at: path, passphrase: passphrase)
+                try Vault.open(at: path, passphrase: passphrase, acceptingRollback: request.vault.acceptRollback)
             }
             if claim == nil { claim = try ExclusiveUse(of: path) }
             return (vault, claim!)

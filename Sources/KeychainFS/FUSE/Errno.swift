@@ -30,6 +30,8 @@ extension VaultError {
         case .otherDevice: return EACCES
         case .memberKeyRequired: return EACCES
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: return EINVAL
+        // The vault's data is older than this machine knows it: stale, as NFS says of a handle.
+        case .rolledBack: return ESTALE
         }
     }
 }

@@ -379,6 +379,60 @@ final class RecordCipher: Sendable {
         return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
     }
 
+    // MARK: generation (format 8 on)
+
+    /// The MAC binding the vault's state at a generation (see `VaultState`). Under the header's
+    /// key, which every cipher holds (a locked mount's reduced one too, so its writes raise the
+    /// generation as well), kept apart from the header's own MAC by its label.
+    func stateMAC(_ state: VaultState) -> [UInt8] {
+        var message = RecordCipher.formatTag + Array("generation".utf8) + vaultID
+        message.appendLittleEndian(UInt64(bitPattern: state.generation))
+        for part in [state.headerMAC, state.rulesMAC ?? [], state.membersMAC ?? []] {
+            message.appendLittleEndian(UInt64(part.count))
+            message += part
+        }
+        return VaultKeys.keyedHash(message, key: present(keys.header))
+    }
+
+    func stateMACMatches(_ state: VaultState) -> Bool {
+        guard let stored = state.stateMAC else { return false }
+        let expected = stateMAC(state)
+        return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
+    }
+
+    /// The MAC over every member slot row (name, public key, sealed box and its own MAC), as
+    /// `rulesMAC` is over the rule records: a slot deleted (a member removed) and put back, or
+    /// one added, changes it. Each slot's own MAC alone cannot show a slot put back.
+    func membersMAC(_ rows: [MemberSlotRow]) -> [UInt8] {
+        var message = RecordCipher.formatTag + Array("members".utf8) + vaultID
+        message.appendLittleEndian(UInt64(rows.count))
+        for row in rows.sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }) {
+            for part in [row.name, row.publicKey, row.sealedMasterKey] {
+                message.appendLittleEndian(UInt64(part.count))
+                message += part
+            }
+        }
+        return VaultKeys.keyedHash(message, key: present(keys.header))
+    }
+
+    func membersMACMatches(_ stored: [UInt8]?, _ rows: [MemberSlotRow]) -> Bool {
+        guard let stored else { return false }
+        let expected = membersMAC(rows)
+        return stored.count == expected.count && sodium_memcmp(stored, expected, expected.count) == 0
+    }
+
+    /// The MAC of this machine's record of the newest generation seen at `location`
+    /// (`SeenGenerations`), made while `headerMAC` was the vault's (it changes with the key).
+    func seenMAC(location: String, generation: Int64, headerMAC: [UInt8]) -> [UInt8] {
+        var message = RecordCipher.formatTag + Array("seen".utf8) + vaultID
+        message.appendLittleEndian(UInt64(bitPattern: generation))
+        for part in [Array(location.utf8), headerMAC] {
+            message.appendLittleEndian(UInt64(part.count))
+            message += part
+        }
+        return VaultKeys.keyedHash(message, key: present(keys.header))
+    }
+
     // MARK: padding (libsodium's ISO/IEC 7816-4 padding)
 
     /// The caller wipes the result (a padded name).

@@ -15,6 +15,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 5, run: upgradeTo5),
         FormatUpgrade(target: 6, run: upgradeTo6),
         FormatUpgrade(target: 7, run: upgradeTo7),
+        FormatUpgrade(target: 8, run: upgradeTo8),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -55,6 +56,19 @@ struct FormatUpgrade: Sendable {
             }
         }
         try sealFormatInHeader(store, as: 7)
+    }
+
+    /// 7 -> 8. The storage adds the generation (0) and the columns of the members' MAC and the
+    /// state's MAC; the member slots there are now are trusted (each slot's own MAC is checked
+    /// first), as format 7 trusted them, and the rules as their MAC stands (checked when read).
+    /// The upgrade's write then raises the generation to 1 and seals the state as it commits.
+    private static func upgradeTo8(_ store: NodeStore) throws(VaultError) {
+        let slots = try store.storage.memberSlots()
+        try store.cipher.withMasterKey { (master) throws(VaultError) in
+            for slot in slots { try MemberSlot.check(slot, vaultID: store.cipher.vaultID, master: master) }
+        }
+        try store.resealMembersMAC()
+        try sealFormatInHeader(store, as: 8)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.

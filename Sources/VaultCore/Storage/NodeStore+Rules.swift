@@ -28,10 +28,17 @@ extension NodeStore {
         return placed
     }
 
+    /// From format 8 on, the rules' MAC must also be the one the vault's state binds: rules and
+    /// their MAC copied together from an older copy of the vault match each other, not that.
     private func checkRulesMAC(_ rows: [(place: RecordPlace, sealed: [UInt8])]) throws(VaultError) {
         guard let stored = try storage.rulesMAC() else { throw rulesIntegrityFailure("their MAC is missing") }
         guard try cipher.rulesMACMatches(stored, rows) else {
             throw rulesIntegrityFailure("a rule was changed, added, deleted or put back outside keychainfs")
+        }
+        if try hasCheckableState {
+            guard try checkedState().rulesMAC == stored else {
+                throw rulesIntegrityFailure("they and their MAC were put back from an older copy of the vault")
+            }
         }
     }
 

@@ -14,7 +14,12 @@ enum VaultFormat {
     /// 7: each member slot ends in a MAC of its binding under a subkey of the master key, so a
     ///    slot written into the tables by someone without the key gets nothing at a rotation;
     ///    format 6 code would take such slots for damage.
-    static let version = 7
+    /// 8: the vault's row holds a generation that every write raises, the MAC over the member
+    ///    slots and a MAC binding the generation, the header's MAC, the rules' MAC and the
+    ///    members' MAC together (`VaultState`): rules or member rows put back from an older copy
+    ///    no longer match, and each machine refuses a generation older than it saw
+    ///    (`SeenGenerations`). Format 7 code would not raise the generation.
+    static let version = 8
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     static let oldestSealedVersion = 4
@@ -26,6 +31,8 @@ enum VaultFormat {
     static let oldestWithMembers = 6
     /// The first version whose member slots carry a MAC (`MemberSlot`).
     static let oldestWithMemberSlotMACs = 7
+    /// The first version with a sealed generation (`VaultState`).
+    static let oldestWithGeneration = 8
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     static let applicationID: Int32 = 0x4B43_4653
 

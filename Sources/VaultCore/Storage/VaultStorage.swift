@@ -176,6 +176,26 @@ protocol VaultStorage: AnyObject, Sendable {
     /// In the same transaction as the rule rows it covers.
     func setRulesMAC(_ mac: [UInt8]) throws(VaultError)
 
+    // MARK: generation (format 8 on)
+
+    /// The cipher that seals the generation: while it is set, every write transaction raises
+    /// the generation and seals the vault's state (`VaultState`) again before it commits, in
+    /// the same transaction; nil (a vault holding no key) leaves both as they are. Set by the
+    /// vault whenever its cipher changes; a rotation sets the new one inside its write.
+    var generationCipher: RecordCipher? { get set }
+    /// Whether the write under way changed a part the state binds (the header's, rules' or
+    /// members' MAC): its stored MAC is then stale until the write seals it as it commits.
+    var sealedPartsChanged: Bool { get }
+    /// The generation the last write committed through this storage sealed; nil before any.
+    var lastSealedGeneration: Int64? { get }
+    /// The vault's row as `VaultState` binds it; nil when it is missing.
+    func vaultState() throws(VaultError) -> VaultState?
+    /// In the same transaction as the member slot rows it covers.
+    func setMembersMAC(_ mac: [UInt8]) throws(VaultError)
+    /// Raises the generation and seals the state with `cipher`, now: for the write that
+    /// creates a vault, which has no cipher set yet. Other writes do it as they commit.
+    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError)
+
     // MARK: access log
 
     /// One more than the highest batch sequence stored (1 for an empty log). Inside the `write`
@@ -235,6 +255,20 @@ struct VaultHeader {
     let vaultID: [UInt8]
     let itemSizeLimit: Int
     let mac: [UInt8]
+}
+
+/// What the vault's row binds together at a generation (format 8 on): the header's MAC (the
+/// master key and format), the rules' MAC (every rule record) and the members' MAC (every member
+/// slot), each resealed when its records change, under one MAC with the generation
+/// (`RecordCipher.stateMAC`). So rules or member rows (and their MAC) copied from an older copy
+/// fail it, and the whole row copied back is an older generation, which `SeenGenerations` refuses.
+struct VaultState {
+    let generation: Int64
+    let headerMAC: [UInt8]
+    let rulesMAC: [UInt8]?
+    let membersMAC: [UInt8]?
+    /// As stored; nil in a state about to be sealed, or before the upgrade to format 8.
+    let stateMAC: [UInt8]?
 }
 
 /// A key slot: the master key wrapped by a passphrase-derived key, and that derivation's cost.

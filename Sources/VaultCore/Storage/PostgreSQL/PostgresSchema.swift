@@ -22,7 +22,7 @@ enum PostgresSchema {
 
     /// `steps[n - 1]` brings the tables from layout n - 1 to n. A released step is never
     /// edited: databases at the layout before it exist.
-    static let steps = [layout1, layout2]
+    static let steps = [layout1, layout2, layout3]
 
     /// The first layout, as the first release created it (without its version row).
     static let layout1 = """
@@ -96,6 +96,15 @@ enum PostgresSchema {
     /// Layout 2: every write transaction that notifies also counts itself on the vault's row,
     /// so a connection that missed NOTIFYs (while it was reconnecting) still sees a change.
     static let layout2 = "ALTER TABLE vaults ADD COLUMN change_count bigint NOT NULL DEFAULT 0"
+
+    /// Layout 3: the columns of format 8 (`VaultState`): the generation every write raises, the
+    /// members' MAC and the MAC binding them with the header's and the rules'. A vault keeps
+    /// its format 7 until it is opened with a key, which upgrades it and seals them.
+    static let layout3 = """
+        ALTER TABLE vaults ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+        ALTER TABLE vaults ADD COLUMN members_mac bytea;
+        ALTER TABLE vaults ADD COLUMN state_mac bytea
+        """
 
     /// The layout the database's tables have; 0 before any. A number below 1 in the row was
     /// put there by hand (keychainfs writes none): refused, as it would index no upgrade step.

@@ -70,13 +70,36 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         db.inTransaction = true
         defer { db.inTransaction = false }
         touched.reset()
+        pending = nil
+        sealedPartsChanged = false
+        defer {
+            pending = nil
+            sealedPartsChanged = false
+        }
         do throws(VaultError) {
             if !durable { try db.run("SET LOCAL synchronous_commit = off") }
             let result = try body()
-            // Delivered at commit, to every other connection listening on the vault.
-            if notify { try db.run("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))]) }
+            // The state sealed and the NOTIFY (delivered at commit, to every other connection
+            // listening on the vault) in one statement: the generation costs no round trip of
+            // its own on a notifying write.
+            var sealed: Int64? = nil
+            if let cipher = generationCipher, let state = pending, state.format >= VaultFormat.oldestWithGeneration {
+                let mac = PGValue.bytes(cipher.stateMAC(VaultState(generation: state.generation, headerMAC: state.header,
+                                                                   rulesMAC: state.rules, membersMAC: state.members, stateMAC: nil)))
+                let raised = PGValue.integer(state.generation)
+                if notify {
+                    try db.run("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1 RETURNING pg_notify($4, $5)",
+                               [name, mac, raised, .text(location.channel), .text(touched.payload(origin: origin))])
+                } else {
+                    try db.run("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1", [name, mac, raised])
+                }
+                sealed = state.generation
+            } else if notify {
+                try db.run("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))])
+            }
             do throws(VaultError) {
                 try db.run("COMMIT")
+                if let sealed { lastSealedGeneration = sealed }
             } catch {
                 // It may have committed or not: reported as failed, never as done.
                 guard case .storageUnreachable(let reason) = error else { throw error }
@@ -96,9 +119,24 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
             // The vault row's lock serialises this vault's writers, as SQLite's write lock does;
             // every statement after it reads what the previous writer committed. A change
             // others are told of is counted in the same statement (no round trip of its own).
-            let locked = seenByChangeToken
-                ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING 1", [name])
-                : try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name])
+            // The same statement returns what the state binds, so the generation is raised and
+            // sealed at commit without reading anything (until then the row shows the state
+            // as committed, which checks inside the write compare with).
+            let locked: [PGValue]?
+            if generationCipher != nil {
+                let returning = "format_version, generation, header_mac, rules_mac, members_mac"
+                locked = seenByChangeToken
+                    ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING " + returning, [name])
+                    : try db.row("SELECT " + returning + " FROM vaults WHERE name = $1 FOR UPDATE", [name])
+                if let row = locked, let format = row[0].integer, let generation = row[1].integer, let header = row[2].bytes {
+                    pending = PendingState(format: Int(format), generation: generation + 1, header: header,
+                                           rules: row[3].bytes, members: row[4].bytes)
+                }
+            } else {
+                locked = seenByChangeToken
+                    ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING 1", [name])
+                    : try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name])
+            }
             guard locked != nil else { throw .vaultNotFound(location.displayName) }
             return try body()
         }
@@ -174,6 +212,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     func setFormatVersion(_ version: Int) throws(VaultError) {
         touched.noteEverything()
         try updateVaultRow("format_version = $2", .integer(Int64(version)))
+        pending?.format = version
     }
 
     /// The tables are created at the current format; there is no older PostgreSQL layout yet.
@@ -202,6 +241,47 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
         touched.noteEverything()
         try updateVaultRow("header_mac = $2", .bytes(mac))
+        pending?.header = mac
+        sealedPartsChanged = true
+    }
+
+    // MARK: generation
+
+    var generationCipher: RecordCipher?
+    private(set) var lastSealedGeneration: Int64?
+    private(set) var sealedPartsChanged = false
+
+    /// The vault's row as the write under way leaves it, from its lock statement on (each
+    /// change of a sealed part noted here), so its seal at commit reads nothing; `generation`
+    /// is the one it raises to.
+    private struct PendingState {
+        var format: Int
+        let generation: Int64
+        var header: [UInt8]
+        var rules: [UInt8]?
+        var members: [UInt8]?
+    }
+    private var pending: PendingState?
+
+    func vaultState() throws(VaultError) -> VaultState? {
+        guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vaults WHERE name = $1", [name]),
+              let generation = row[0].integer, let header = row[1].bytes else { return nil }
+        return VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].bytes, membersMAC: row[3].bytes, stateMAC: row[4].bytes)
+    }
+
+    func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
+        try updateVaultRow("members_mac = $2", .bytes(mac))
+        pending?.members = mac
+        sealedPartsChanged = true
+    }
+
+    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError) {
+        guard let row = try db.row("UPDATE vaults SET generation = generation + 1 WHERE name = $1 "
+                                       + "RETURNING generation, header_mac, rules_mac, members_mac", [name]),
+              let generation = row[0].integer, let header = row[1].bytes else { throw .integrityFailure("vault header (missing)") }
+        let state = VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].bytes, membersMAC: row[3].bytes, stateMAC: nil)
+        try updateVaultRow("state_mac = $2", .bytes(cipher.stateMAC(state)))
+        lastSealedGeneration = generation
     }
 
     func allocateNodeID() throws(VaultError) -> NodeID {
@@ -491,6 +571,8 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
         try updateVaultRow("rules_mac = $2", .bytes(mac))
+        pending?.rules = mac
+        sealedPartsChanged = true
     }
 
     // MARK: access log

@@ -33,6 +33,7 @@ enum SQLiteSchema {
         \(rulesTable)
         \(accessLogTable)
         \(memberSlotsTable)
+        \(generationColumns)
         """
 
     /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
@@ -76,7 +77,16 @@ enum SQLiteSchema {
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
     /// the table of attributes; version 4 the access rules and the access log; version 5 none
     /// (item properties are rows of the attributes table); version 6 the members' key slots.
-    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable, 6: memberSlotsTable]
+    static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable, 6: memberSlotsTable,
+                                            8: generationColumns]
+
+    /// Format 8: the generation every write raises, the MAC over the member slots and the MAC
+    /// that binds both with the header's and the rules' (`VaultState`); NULL until the upgrade.
+    static let generationColumns = """
+        ALTER TABLE vault ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE vault ADD COLUMN members_mac BLOB;
+        ALTER TABLE vault ADD COLUMN state_mac BLOB;
+        """
 
     /// Members' key slots (format 6): the master key sealed to each member's public key.
     static let memberSlotsTable = """

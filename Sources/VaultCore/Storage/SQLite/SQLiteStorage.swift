@@ -83,7 +83,21 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             }
             journalIsWAL = true
         }
-        return try db.writeTransaction(durable: durability == .durable, counted: seenByChangeToken, body)
+        var sealed: Int64? = nil
+        sealedPartsChanged = false
+        defer { sealedPartsChanged = false }
+        let result = try db.writeTransaction(durable: durability == .durable, counted: seenByChangeToken) { () throws(VaultError) -> R in
+            let result = try body()
+            // Local statements: the generation costs no round trip here, and commits with the rest.
+            if let cipher = generationCipher {
+                // Looked at until it holds: a vault's format only ever goes up (an upgrade's write).
+                if !hasGeneration { hasGeneration = try formatVersion() >= VaultFormat.oldestWithGeneration }
+                if hasGeneration { sealed = try sealNextGeneration(cipher) }
+            }
+            return result
+        }
+        if let sealed { lastSealedGeneration = sealed }
+        return result
     }
 
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
@@ -165,6 +179,41 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         guard try db.run("UPDATE vault SET header_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
+        sealedPartsChanged = true
+    }
+
+    // MARK: generation
+
+    var generationCipher: RecordCipher?
+    private(set) var lastSealedGeneration: Int64?
+    private(set) var sealedPartsChanged = false
+    /// Whether the vault is known to be of format 8 or later (`write`).
+    private var hasGeneration = false
+
+    func vaultState() throws(VaultError) -> VaultState? {
+        guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vault WHERE singleton = 1"),
+              let generation = row[0].integer, let header = row[1].blob else { return nil }
+        return VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].blob, membersMAC: row[3].blob, stateMAC: row[4].blob)
+    }
+
+    func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
+        guard try db.run("UPDATE vault SET members_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
+            throw .integrityFailure("vault header (missing)")
+        }
+        sealedPartsChanged = true
+    }
+
+    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError) {
+        lastSealedGeneration = try sealNextGeneration(cipher)
+    }
+
+    private func sealNextGeneration(_ cipher: RecordCipher) throws(VaultError) -> Int64 {
+        guard let row = try db.row("UPDATE vault SET generation = generation + 1 WHERE singleton = 1 "
+                                       + "RETURNING generation, header_mac, rules_mac, members_mac"),
+              let generation = row[0].integer, let header = row[1].blob else { throw .integrityFailure("vault header (missing)") }
+        let state = VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].blob, membersMAC: row[3].blob, stateMAC: nil)
+        try db.run("UPDATE vault SET state_mac = ? WHERE singleton = 1", [.blob(cipher.stateMAC(state))])
+        return generation
     }
 
     func allocateNodeID() throws(VaultError) -> NodeID {
@@ -457,6 +506,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         guard try db.run("UPDATE vault SET rules_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
+        sealedPartsChanged = true
     }
 
     // MARK: access log
