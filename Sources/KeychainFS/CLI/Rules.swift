@@ -26,9 +26,9 @@ struct Rules: ParsableCommand {
             }
             var output = ""
             for (ruled, set) in sets {
-                output += ruled.description + "\n"
+                output += Terminal.printable(ruled.description) + "\n"
                 for rule in set.rules {
-                    output += "    " + rule.description + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "") + "\n"
+                    output += "    " + Terminal.printable(rule.description) + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "") + "\n"
                 }
             }
             Terminal.writeAll(1, output)
