@@ -95,6 +95,39 @@ func processMemoryHits(_ pid: pid_t, _ needles: [[UInt8]]) -> Set<Int> {
         }
     }
 
+    /// The other ways in: a secret and its label read through the Secret Service (the bus
+    /// thread), and an item read by `keychainfs exec` through the control socket (a thread of
+    /// its own per request), each as the last request before the lock.
+    @Test func noShortSecretReadThroughTheBusOrTheControlSocketSurvivesALock() throws {
+        let s = try SecretServiceFixture()
+        let pid = try status(s.mountpoint).pid
+        for length in Self.lengths where length >= Self.scannable {
+            let c = Self.canaries(length, count: 4)
+            let (label, secret, attribute, execSecret) = (c[0], c[1], c[2], c[3])
+            let stored = try s.secretTool(["store", "--label=" + label, "canary", attribute], stdin: secret)
+            #expect(stored.status == 0, "\(stored.stderr)")
+            #expect(try s.cli.cli(["set", "exec-" + attribute, execSecret]).exitStatus == .success)
+            let reads: [(String, () throws -> Void)] = [
+                ("secret-tool lookup", {
+                    let looked = try s.secretTool(["lookup", "canary", attribute])
+                    #expect(looked.stdoutText == secret, "\(looked.stderr)")
+                }),
+                ("keychainfs exec", {
+                    let script = "test \"$S\" = \(execSecret)"
+                    let ran = try s.cli.cli(["exec", "--env", "S=exec-" + attribute, "--", "/bin/sh", "-c", script])
+                    #expect(ran.exitStatus == .success, "\(ran.stderr)")
+                }),
+            ]
+            for (what, last) in reads {
+                try last()
+                #expect(try run(keychainfsBinary, ["lock", s.mountpoint]).exitStatus == .success)
+                let found = processMemoryHits(pid, c.map { Array($0.utf8) })
+                #expect(found.isEmpty, "after \(what) and a lock, found: \(found.sorted().map { ["label", "secret", "attribute", "exec secret"][$0] }) (\(length) bytes)")
+                #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", s.cli.passphraseFile, s.mountpoint]).exitStatus == .success)
+            }
+        }
+    }
+
     /// The same canaries, read last before an unmount: what the daemon holds once its wipe is
     /// done and before it exits.
     @Test func noShortContentOrNameSurvivesAnUnmount() throws {
