@@ -58,23 +58,24 @@ func processMemoryHits(_ pid: pid_t, _ needles: [[UInt8]]) -> Set<Int> {
     }
 
     /// Contents and names stored by the CLI and through the mount; each read in turn (cat,
-    /// then ls, then a lookup) as the last request before `keychainfs lock`; then the whole
-    /// daemon is scanned for all of them.
+    /// then ls, then a lookup, then a lookup of a name that is not there) as the last request
+    /// before `keychainfs lock`; then the whole daemon is scanned for all of them.
     @Test(arguments: lengths)
     func noContentOrNameOfThisLengthSurvivesALock(length: Int) throws {
         let m = try MountFixture()
-        let c = Self.canaries(length, count: 4)
-        let (cliName, cliContent, mountName, mountContent) = (c[0], c[1], c[2], c[3])
+        let c = Self.canaries(length, count: 5)
+        let (cliName, cliContent, mountName, mountContent, missing) = (c[0], c[1], c[2], c[3], c[4])
         let set = try m.cli.cli(["set", cliName, cliContent])
         #expect(set.exitStatus == .success, "\(set.stderr)")
         #expect(writeFile(m.path(mountName), Array(mountContent.utf8)) == 0)
         let pid = try status(m.mountpoint).pid
-        let labels = ["CLI name", "CLI content", "mount name", "mount content"]
+        let labels = ["CLI name", "CLI content", "mount name", "mount content", "missing name"]
         let lastRequests: [(String, () throws -> Void)] = [
             ("cat of the CLI's item", { #expect(readFile(m.path(cliName)) == Array(cliContent.utf8)) }),
             ("cat of the mount's item", { #expect(readFile(m.path(mountName)) == Array(mountContent.utf8)) }),
             ("ls", { () throws in let listed = try sh("ls -l \(m.mountpoint) >/dev/null"); #expect(listed.status == 0) }),
             ("lookup", { var st = stat(); #expect(stat(m.path(cliName), &st) == 0 && stat(m.path(mountName), &st) == 0) }),
+            ("lookup of a missing name", { #expect(errnoOf { open(m.path(missing), O_RDONLY) } == ENOENT) }),
         ]
         for (what, last) in lastRequests {
             try last()
