@@ -82,6 +82,12 @@ import VaultCore
         #expect(made.exitStatus == .invalidInput, "\(made.stderr)")
         #expect(try m.cli.cli(["ls", "--json"]).stdoutText == "[]\n" || m.cli.cli(["ls"]).stdoutText.isEmpty)
         #expect(listing(m.mountpoint).isEmpty)
+        // A file of such a name in a directory imported: the same refusal, nothing imported.
+        let top = m.cli.directory + "/tree"
+        #expect(try sh("mkdir '\(top)' && echo v > '\(top)/good' && echo v > \"\(top)/$(printf 'bad\\377')\"").status == 0)
+        let imported = try run(keychainfsBinary, ["import", "dir", top, "--vault", m.vault, "--passphrase-file", m.cli.passphraseFile])
+        #expect(imported.exitStatus == .invalidInput && imported.stderr.contains("invalid name: a name must be valid UTF-8"), "\(imported.stderr)")
+        #expect(listing(m.mountpoint).isEmpty)
     }
 
     /// `ls`, `ls -l`, `find`, `rules`, `attr` and `status` show control characters in names
