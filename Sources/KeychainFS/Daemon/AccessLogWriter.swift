@@ -110,6 +110,7 @@ final class AccessLogWriter: Sendable {
                 }
                 lastFlush = ProcessLabels.monotonicNanoseconds()
                 flushReportingFailure()
+                StackWipe.here()  // entries name items: the paths were plaintext here
             }
             stoppedThread.signal()
         }

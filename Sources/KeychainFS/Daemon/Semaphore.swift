@@ -23,4 +23,13 @@ final class Semaphore: @unchecked Sendable {  // sem_post and sem_wait are made 
     func wait() {
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
+
+    /// Until a signal or the CLOCK_REALTIME `deadline`; false when the deadline came first.
+    func wait(until deadline: timespec) -> Bool {
+        var deadline = deadline
+        while sem_timedwait(semaphore, &deadline) != 0 {
+            if errno != EINTR { return false }
+        }
+        return true
+    }
 }
