@@ -2,24 +2,12 @@
 program (which waits on a pipe); this process, which no rule admits, then authenticates on the
 shared socket and asks the Secret Service for every item's secret. Usage:
 connect_then_exec_bus.py ADMITTED. Prints the secrets it got, or the D-Bus error's name."""
-import os, socket, sys
+import os, sys
 from gi.repository import Gio, GLib
+from shared_socket import connect_then_exec
 
 admitted = sys.argv[1]
-path = os.environ["DBUS_SESSION_BUS_ADDRESS"].split("path=", 1)[1].split(",")[0]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-hold_r, hold_w = os.pipe()
-ready_r, ready_w = os.pipe()
-child = os.fork()
-if child == 0:
-    s.connect(path)
-    os.set_inheritable(s.fileno(), True)
-    os.dup2(hold_r, 0)
-    os.write(ready_w, b"c")
-    os.execv(admitted, [admitted, "-c", "read line"])
-os.read(ready_r, 1)
-while os.path.realpath("/proc/%d/exe" % child) != os.path.realpath(admitted):
-    os.sched_yield()
+s, release = connect_then_exec(os.environ["DBUS_SESSION_BUS_ADDRESS"].split("path=", 1)[1].split(",")[0], admitted)
 stream = Gio.Socket.new_from_fd(os.dup(s.fileno())).connection_factory_create_connection()
 bus = Gio.DBusConnection.new_sync(stream, None, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
                                   | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
@@ -38,5 +26,4 @@ try:
         print(bytes(value[2]).decode())
 except GLib.Error as error:
     print("items=%d" % len(items) if "items" in dir() else "", Gio.DBusError.get_remote_error(error))
-os.close(hold_w)
-os.waitpid(child, 0)
+release()

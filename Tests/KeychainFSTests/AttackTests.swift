@@ -34,8 +34,7 @@ struct AttackTests {
 
     @Test func connectThenExecOnTheControlSocketIsJudgedAsTheWriter() throws {
         let s = try Scene()
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks/connect_then_exec.py").path
+        let script = try s.m.script("connect_then_exec.py")
         let attack = try s.m.run("/usr/bin/python3", [script, s.admitted, "app/token"])
         #expect(attack.status == 0, "\(attack.stderr)")
         #expect(attack.stdoutText.hasPrefix("error "), "\(attack.stdoutText)")
@@ -47,8 +46,7 @@ struct AttackTests {
         let s = try Scene()
         _ = try s.m.build("takefd")  // builds the programs directory's compiler output once
         let library = s.m.programs + "/libannounce.so"
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks/libannounce.c").path
+        let source = UserMount.attacks + "/libannounce.c"
         #expect(try run("/usr/bin/gcc", ["-fPIC", "-shared", "-o", library, source]).status == 0)
         for variable in ["LD_PRELOAD=\(library)", "LD_AUDIT=\(library)", "LD_LIBRARY_PATH=\(s.m.programs)"] {
             let parts = variable.split(separator: "=", maxSplits: 1).map(String.init)
@@ -106,10 +104,10 @@ struct AttackTests {
         let m = try UserMount()
         let python = try m.install("/usr/bin/python3", as: "admitted-python")
         try m.guardItem("app/token", AttackTests.secret, allow: ["--exe", python])
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks/libannounce.c").path
-        let built = try m.run("/usr/bin/gcc", ["-fPIC", "-shared", "-o", m.home + "/libmine.so", source])
-        #expect(built.status == 0, "\(built.stderr)")
+        let source = UserMount.attacks + "/libannounce.c"
+        // Built by root (the sources may be out of the user's reach), then given to the user.
+        let built = try run("/usr/bin/gcc", ["-fPIC", "-shared", "-o", m.home + "/libmine.so", source])
+        #expect(built.status == 0 && chown(m.home + "/libmine.so", m.uid, m.gid) == 0, "\(built.stderr)")
         let read = "import ctypes, sys\nif len(sys.argv) > 2: ctypes.CDLL(sys.argv[2])\nprint(open(sys.argv[1]).read())"
         let honest = try m.run(python, ["-c", read, m.path("app/token")])
         #expect(honest.stdoutText == AttackTests.secret + "\n", "\(honest.stderr)")
@@ -131,9 +129,8 @@ struct AttackTests {
         let gid = try #require(getgrnam(group)).pointee.gr_gid
         let admitted = try m.install("/usr/bin/python3", as: "admitted-python", mode: 0o2755, group: gid)
         try m.guardItem("app/token", AttackTests.secret, allow: ["--exe", admitted])
-        let attacks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks").path
-        let script = try m.install(attacks + "/read_through_socket.py", as: "read_through_socket.py", mode: 0o644)
+        let attacks = UserMount.attacks
+        let script = try m.script("read_through_socket.py")
         let read = try m.run(admitted, [script, "app/token"], stdin: Data("go\n".utf8))
         #expect(read.stdoutText == "ok \(AttackTests.secret.utf8.count)\n\(AttackTests.secret)", "\(read.stdoutText) \(read.stderr)")
         // The same script run by the system's python, which no rule admits.
@@ -177,8 +174,7 @@ struct BusAttackTests {
         let m = try UserMount(secretService: true)
         let admitted = try m.install("/bin/dash", as: "admitted-dash")
         try m.guardItem("login/token", AttackTests.secret, allow: ["--exe", admitted])
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks/connect_then_exec_bus.py").path
+        let script = try m.script("connect_then_exec_bus.py")
         let attack = try m.run("/usr/bin/python3", [script, admitted], environment: m.busEnvironment)
         // The calls are made and answered; the secret is not in the answer.
         #expect(attack.status == 0 && attack.stdoutText.hasPrefix("items="), "\(attack.stdoutText) \(attack.stderr)")

@@ -3,45 +3,6 @@ import Foundation
 import Glibc
 import Testing
 
-/// Every readable byte of a process's memory, region by region (we are root).
-func processMemoryContains(_ pid: pid_t, _ needle: [UInt8]) -> Bool {
-    let maps = procText("/proc/\(pid)/maps")
-    let mem = open("/proc/\(pid)/mem", O_RDONLY)
-    guard mem >= 0 else { return false }
-    defer { close(mem) }
-    for line in maps.split(separator: "\n") {
-        let fields = line.split(separator: " ")
-        guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
-        let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
-        guard bounds.count == 2, bounds[1] > bounds[0] else { continue }
-        var offset = bounds[0]
-        while offset < bounds[1] {
-            let length = Int(min(bounds[1] - offset, 16 << 20))
-            var chunk = [UInt8](repeating: 0, count: length)
-            let n = chunk.withUnsafeMutableBytes { pread(mem, $0.baseAddress, length, off_t(Int64(bitPattern: offset))) }
-            if n <= 0 { break }  // guard pages and the like cannot be read: skip the region
-            if contains(chunk, count: n, needle) { return true }
-            // Overlap chunks by the needle's length so a match across a boundary is not missed.
-            offset += UInt64(max(n - needle.count, 1))
-        }
-    }
-    return false
-}
-
-private func contains(_ haystack: [UInt8], count: Int, _ needle: [UInt8]) -> Bool {
-    guard let first = needle.first, count >= needle.count else { return false }
-    return haystack.withUnsafeBufferPointer { h in
-        var index = 0
-        while index <= count - needle.count {
-            guard let hit = memchr(h.baseAddress! + index, Int32(first), count - needle.count + 1 - index) else { return false }
-            let position = h.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-            if memcmp(h.baseAddress! + position, needle, needle.count) == 0 { return true }
-            index = position + 1
-        }
-        return false
-    }
-}
-
 struct StatusReport {
     let json: String
     var pid: pid_t { pid_t(field("pid")) ?? 0 }

@@ -92,8 +92,7 @@ final class UserMount {
     /// Builds Tests/Attacks/NAME.c (and the shared libraries it names) into the programs
     /// directory, as root's: the user runs them and cannot change them.
     func build(_ name: String, libraries: [String] = []) throws -> String {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Attacks").path
+        let sources = UserMount.attacks
         for library in libraries {
             let built = try KeychainFSTests.run("/usr/bin/gcc", ["-O1", "-fPIC", "-shared", "-Wl,-z,now", "-o", "\(programs)/lib\(library).so",
                                                                  "\(sources)/lib\(library).c"])
@@ -104,6 +103,21 @@ final class UserMount {
         guard built.status == 0 else { throw FixtureError("gcc \(name): \(built.stderr)") }
         return "\(programs)/\(name)"
     }
+
+    /// Tests/Attacks/NAME (a Python script) with the modules it imports, copied into the
+    /// programs directory: the user may not be able to reach the repository.
+    func script(_ name: String) throws -> String {
+        for file in try FileManager.default.contentsOfDirectory(atPath: UserMount.attacks) where file.hasSuffix(".py") {
+            if !FileManager.default.fileExists(atPath: "\(programs)/\(file)") {
+                _ = try install("\(UserMount.attacks)/\(file)", as: file, mode: 0o644)
+            }
+        }
+        return "\(programs)/\(name)"
+    }
+
+    /// Where the attack programs' sources are.
+    static let attacks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Attacks").path
 
     /// A copy of `original` in the programs directory (root's, 0755), for a rule to admit.
     func install(_ original: String, as name: String, mode: mode_t = 0o755, group: gid_t? = nil) throws -> String {
