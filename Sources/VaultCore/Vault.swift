@@ -269,13 +269,29 @@ public final class Vault: Sendable {
         // An upgrade seals the header again. The state is checked (rules or member rows put back
         // from an older copy fail) and its generation compared with the newest seen here.
         let store = NodeStore(storage: storage, cipher: cipher)
-        let (headerMAC, generation) = try storage.read { () throws(VaultError) -> ([UInt8], Int64) in
-            let state = try store.checkedState()
-            return (state.headerMAC, state.generation)
+        func readState() throws(VaultError) -> ([UInt8], Int64) {
+            try storage.read { () throws(VaultError) -> ([UInt8], Int64) in
+                let state = try store.checkedState()
+                return (state.headerMAC, state.generation)
+            }
         }
+        var (headerMAC, generation) = try readState()
         let vault = Vault(path: path, itemSizeLimit: itemSizeLimit, storage: storage, cipher: cipher, slotID: slotID, headerMAC: headerMAC)
-        try SeenGenerations.check(location: vault.seenLocation, generation: generation, headerMAC: headerMAC, cipher: cipher,
-                                  accepting: acceptingRollback)
+        // Another process may commit and record a newer generation between this read and the
+        // check; it records only after its commit, so a fresh read then sees at least as new a
+        // one. A vault that is older still, read again, is a rollback.
+        var attempts = 0
+        while true {
+            do throws(VaultError) {
+                try SeenGenerations.check(location: vault.seenLocation, generation: generation, headerMAC: headerMAC, cipher: cipher,
+                                          accepting: acceptingRollback)
+                break
+            } catch .rolledBack(let location, let found, let newest) {
+                attempts += 1
+                guard attempts < 3 else { throw .rolledBack(path: location, found: found, newest: newest) }
+                (headerMAC, generation) = try readState()
+            }
+        }
         vault.state.withLock { $0.recordedGeneration = generation }
         return vault
     }
