@@ -15,6 +15,12 @@
 #include <sys/auxv.h>
 #include <poll.h>
 
+/* fcntl.h defines the open file description locks only under _GNU_SOURCE. */
+#ifndef F_OFD_GETLK
+#define F_OFD_GETLK 36
+#define F_OFD_SETLK 37
+#endif
+
 /* pidfd_open(2): glibc's wrapper is declared only under _GNU_SOURCE. PIDFD_THREAD (Linux 6.9)
    lets a pidfd name a thread, as FUSE requests do (they carry a thread's id). */
 static inline int clinux_pidfd_open(pid_t pid, int thread) {

@@ -58,6 +58,12 @@ func isMounted(_ mountpoint: String) -> Bool {
     return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == mountpoint }
 }
 
+/// The source /proc/self/mounts gives the mount at `mountpoint`, as the kernel escapes it.
+func mountSource(_ mountpoint: String) -> String? {
+    procText("/proc/self/mounts").split(separator: "\n").map { $0.split(separator: " ") }
+        .first { $0.count > 1 && String($0[1]) == mountpoint }.map { String($0[0]) }
+}
+
 /// Fills `directory` (a path in the mount, "" for the mountpoint) with 600 items whose names are
 /// a 150-byte prefix and a number: more than one getdents buffer (32 KiB in glibc) holds, so a
 /// listing of it is read in parts. Returns the prefix.
