@@ -136,7 +136,7 @@ final class HeldDescriptor {
     private let output = Pipe()
 
     static let script = """
-        import os, sys
+        import mmap, os, sys
         flags = 0
         for name in sys.argv[2].split('|'):
             flags |= getattr(os, name)
@@ -167,6 +167,15 @@ final class HeldDescriptor {
                     os.listdir(fd)
                 elif words[0] == 'close':
                     os.close(fd)
+                elif words[0] == 'map':
+                    m = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                elif words[0] == 'mapwrite':
+                    data = bytes.fromhex(words[1])
+                    m[:len(data)] = data
+                elif words[0] == 'msync':
+                    m.flush()
+                elif words[0] == 'unmap':
+                    m.close()
                 print('ok', flush=True)
             except OSError as e:
                 print('err', e.errno, flush=True)

@@ -60,6 +60,8 @@ enum FUSESession {
             throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
         }
         defer { fuse_session_unmount(session) }
+        // Should libfuse refuse, shared mappings fail with ENODEV and all else works.
+        _ = SharedMmapNegotiation.install(on: session)
         fileSystem.attach(session: session)
         defer { destroyable = fileSystem.detachSession() }
         runLoop(session, fileSystem, busyPoll: Int64(busyPollMicroseconds) * 1000)
