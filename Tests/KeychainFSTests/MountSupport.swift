@@ -179,6 +179,9 @@ final class HeldDescriptor {
                 print('ok', flush=True)
             except OSError as e:
                 print('err', e.errno, flush=True)
+            except Exception:
+                # A mapping that failed leaves none to use: an error, not the end of the helper.
+                print('err -1', flush=True)
         """
 
     /// `flags` like "O_WRONLY|O_TRUNC". Throws if the open fails.
