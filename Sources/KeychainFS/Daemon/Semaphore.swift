@@ -23,4 +23,15 @@ final class Semaphore: @unchecked Sendable {  // sem_post and sem_wait are made 
     func wait() {
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
+
+    /// Until a signal or for at most `nanoseconds`, whichever comes first. (sem_timedwait
+    /// counts on the wall clock; a clock step only makes this one wait shorter or longer.)
+    func wait(nanoseconds: Int64) {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        let total = Int64(deadline.tv_nsec) + max(nanoseconds, 0)
+        deadline.tv_sec += Int(total / 1_000_000_000)
+        deadline.tv_nsec = Int(total % 1_000_000_000)
+        while sem_timedwait(semaphore, &deadline) != 0 && errno == EINTR {}
+    }
 }
