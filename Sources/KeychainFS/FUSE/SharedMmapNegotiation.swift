@@ -10,10 +10,8 @@ import Synchronization
 /// (an older kernel) nothing changes, and a shared mapping fails with ENODEV as before.
 final class SharedMmapNegotiation: Sendable {
     /// The unique id of an INIT offering the flag, until its reply goes; otherwise 0, which
-    /// no request carries (the kernel's notices do).
+    /// no request carries (only notices to the kernel do).
     private let initOffering = Atomic<UInt64>(0)
-    /// Whether the kernel was told shared mappings are fine.
-    let granted = Atomic<Bool>(false)
 
     private static let headerSize = MemoryLayout<fuse_in_header>.size
     private static let replyHeaderSize = MemoryLayout<fuse_out_header>.size
@@ -65,6 +63,5 @@ final class SharedMmapNegotiation: Sendable {
         answer.flags |= UInt32(FUSE_INIT_EXT)
         answer.flags2 |= Self.flag2
         body.storeBytes(of: answer, as: fuse_init_out.self)
-        granted.store(true, ordering: .sequentiallyConsistent)
     }
 }
