@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import VaultCore
 
 @main
 struct KeychainFSCommand: ParsableCommand {
@@ -24,6 +25,7 @@ struct KeychainFSCommand: ParsableCommand {
 
     static func main() {
         ProcessHardening.apply()
+        refuseArgumentsThatAreNotUTF8()
         var arguments = Array(CommandLine.arguments.dropFirst())
         do throws(MountHelperArguments.Refusal) {
             let names = Set(configuration.subcommands.map { $0._commandName } + ["help"])
@@ -37,6 +39,18 @@ struct KeychainFSCommand: ParsableCommand {
             try command.run()
         } catch {
             exit(withError: error)
+        }
+    }
+
+    /// CommandLine.arguments turns bytes that are not UTF-8 into U+FFFD: a name would be
+    /// stored changed (the mount refuses it: EINVAL) and a path would name another file. Refused
+    /// as the mount refuses such a name, with the status of its errno.
+    private static func refuseArgumentsThatAreNotUTF8() {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[index], String(validatingCString: argument) == nil else { continue }
+            let refusal = VaultError.invalidName("a name must be valid UTF-8")
+            Terminal.printError(refusal.description + " (argument \(index))")
+            Glibc.exit(ExitStatus.code(for: refusal).rawValue)
         }
     }
 }

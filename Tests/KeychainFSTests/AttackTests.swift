@@ -147,12 +147,15 @@ struct AttackTests {
 
         let tracer = try m.build("tracer")
         let takefd = try m.build("takefd")
+        // The program says it runs (after its exec, so after the kernel made it non-dumpable)
+        // before anyone tries it; a tracer that did attach gives up after 10 s.
         let traced = try m.shell("""
-            mkfifo go
-            \(admitted) -c 'import sys; f = open(sys.argv[1]); sys.stdin.readline()' \(script) < go &
+            mkfifo go ready
+            \(admitted) -c 'import sys; f = open(sys.argv[1]); print("ready", flush=True); sys.stdin.readline()' \(script) < go > ready &
             pid=$!
             exec 4> go
-            \(tracer) $pid; echo "tracer=$?"
+            read started < ready
+            timeout 10 \(tracer) $pid; echo "tracer=$?"
             \(takefd) $pid 0; echo "takefd=$?"
             echo >&4
             wait $pid

@@ -1,17 +1,46 @@
 import Foundation
+import Glibc
 @testable import KeychainFS
 import Testing
 
-/// The `keychainfs` binary built beside this test bundle (or $KEYCHAINFS_BIN).
-let keychainfsBinary: String = {
-    if let explicit = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] { return explicit }
+/// Where the build put `keychainfs` (and generate-manual) beside this test bundle, or the
+/// directory of $KEYCHAINFS_BIN.
+let keychainfsBuildDirectory: String = {
+    if let explicit = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] {
+        return (explicit as NSString).deletingLastPathComponent
+    }
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
     while !dir.path.hasSuffix(".build/debug") && !dir.path.hasSuffix(".build/release") && dir.path != "/" {
         if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("keychainfs").path) { break }
         dir = dir.deletingLastPathComponent()
     }
-    return dir.appendingPathComponent("keychainfs").path
+    return dir.path
+}()
+
+/// The `keychainfs` the tests run: a copy of the built one (or of $KEYCHAINFS_BIN) in a
+/// directory of root's under /tmp, made once per binary. Tests run it as other users too
+/// (nobody, keychainfs-test), who may not be able to reach the repository (a clone under
+/// /root), and rules admit it, which refuse a binary below a directory anyone else may change.
+let keychainfsBinary: String = {
+    let built = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] ?? keychainfsBuildDirectory + "/keychainfs"
+    var info = stat()
+    guard stat(built, &info) == 0 else { return built }
+    let directory = "/tmp/keychainfs-test-binary-\(info.st_ino)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)"
+    let copy = directory + "/keychainfs"
+    if !FileManager.default.isExecutableFile(atPath: copy) {
+        // Built aside and renamed into place, so a half-copied binary is never run.
+        let partial = directory + ".partial-\(getpid())"
+        try? FileManager.default.removeItem(atPath: partial)
+        guard mkdir(partial, 0o755) == 0, (try? FileManager.default.copyItem(atPath: built, toPath: partial + "/keychainfs")) != nil,
+              chmod(partial, 0o755) == 0, chmod(partial + "/keychainfs", 0o755) == 0,
+              rename(partial, directory) == 0 || FileManager.default.isExecutableFile(atPath: copy) else {
+            try? FileManager.default.removeItem(atPath: partial)
+            return built
+        }
+        try? FileManager.default.removeItem(atPath: partial)
+    }
+    return copy
 }()
 
 /// A child that exits before reading its input must not kill the test runner with SIGPIPE.

@@ -30,7 +30,7 @@ import Testing
 
     @Test func theManPageHasEverySubcommand() throws {
         // The tool swift-argument-parser's GenerateManual plugin runs (scripts/test and scripts/setup build it).
-        let generator = (keychainfsBinary as NSString).deletingLastPathComponent + "/generate-manual"
+        let generator = keychainfsBuildDirectory + "/generate-manual"
         try #require(FileManager.default.isExecutableFile(atPath: generator), "build it with: swift build --product generate-manual")
         let output = NSTemporaryDirectory() + "kfs-man-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)

@@ -69,7 +69,9 @@ import Testing
             damaged[offset] ^= 0x5A
             try damaged.write(to: URL(fileURLWithPath: f.vault))
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.vault + suffix) }
-            let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile, mountpoint])
+            // Each round puts the original back: older than what the last round's unmount recorded.
+            let mounted = try run(keychainfsBinary, ["mount", "--vault", f.vault, "--passphrase-file", f.passphraseFile,
+                                                     "--accept-rollback", mountpoint])
             if mounted.exitStatus != .success {
                 // Refusing the whole vault is allowed, with a clear line (header or key slot damage).
                 // One line: its newline at the end and no other.

@@ -17,6 +17,10 @@ args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 work = tempfile.mkdtemp(prefix="keychainfs-bench.")
+# Every command runs in the scratch directory: whatever one leaves under a relative name (a
+# vault location taken for a file, as `postgresql:/...` once was) goes with it, never into the
+# repository the bench is run from.
+os.chdir(work)
 PW = os.path.join(work, "pw")
 open(PW, "w").write("benchmark passphrase\n")
 mounted = []

@@ -227,6 +227,7 @@ final class AccessGate: Sendable {
             while true {
                 usleep(250_000)
                 refresh()
+                StackWipe.here()  // a refresh decrypts the ruled paths on this thread
             }
         }
     }

@@ -224,8 +224,10 @@ final class BusConnection: @unchecked Sendable {
         }
         let clock = ContinuousClock()
         var nextTick = clock.now + tickInterval
+        // Whether calls, posted work or a tick ran since this thread's stack was last wiped.
+        var served = false
         while true {
-            runPosted()
+            if runPosted() { served = true }
             if shared.withLock({ $0.stopRequested }) { return .stopped }
             if nameLost {
                 nameLost = false
@@ -236,9 +238,18 @@ final class BusConnection: @unchecked Sendable {
             if clock.now >= nextTick {
                 tick()
                 nextTick = clock.now + tickInterval
+                served = true
             }
             // sd-bus handles one message per call: poll only once it has nothing left.
-            if processed > 0 { continue }
+            if processed > 0 {
+                served = true
+                continue
+            }
+            // Secrets, labels and names answered or compared here stay in dead frames.
+            if served {
+                StackWipe.here()
+                served = false
+            }
             guard wait(until: nextTick, clock: clock) else { return .disconnected }
         }
     }
@@ -278,12 +289,14 @@ final class BusConnection: @unchecked Sendable {
         return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 
-    private func runPosted() {
+    /// Whether there was any.
+    private func runPosted() -> Bool {
         let work = shared.withLock { state in
             defer { state.work = [] }
             return state.work
         }
         for item in work { item() }
+        return !work.isEmpty
     }
 
     /// From any thread: runs `work` on the loop thread soon.

@@ -43,7 +43,7 @@ struct AttributeCommand: ParsableCommand {
                     try JSONOutput.write(ItemJSON(path: target.description, attributes: JSONOutput.attributes(attributes)))
                 } else {
                     for attribute in attributes {
-                        Terminal.writeAll(1, attribute.name.description + "=")
+                        Terminal.writeAll(1, Terminal.printable(attribute.name.description) + "=")
                         guard attribute.value.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else {
                             throw .storageFailure("cannot write to standard output")
                         }

@@ -28,8 +28,14 @@ enum DirectoryWalk {
         guard let handle = opendir(directory) else { throw .invalidArgument("\(directory): \(String(cString: strerror(errno)))") }
         var names: [String] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            // Refused as the mount refuses it, rather than stored with U+FFFD in its place.
+            let decoded = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                let bytes = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+                return (String(validatingCString: bytes), String(cString: bytes))
+            }
+            guard let name = decoded.0 else {
+                closedir(handle)
+                throw .invalidArgument("\(directory)/\(Terminal.printable(decoded.1)): \(VaultError.invalidName("a name must be valid UTF-8"))")
             }
             if name == "." || name == ".." || (skippingHidden && name.hasPrefix(".")) { continue }
             names.append(name)

@@ -29,7 +29,7 @@ struct FindItems: ParsableCommand {
                 }
                 try JSONOutput.write(items)
             } else if !found.isEmpty {
-                Terminal.writeAll(1, found.map { $0.description + "\n" }.joined())
+                Terminal.writeAll(1, found.map { Terminal.printable($0.description) + "\n" }.joined())
             }
             matched = !found.isEmpty
         }

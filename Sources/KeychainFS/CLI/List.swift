@@ -27,7 +27,7 @@ struct List: ParsableCommand {
             }
             var output = ""
             for entry in entries {
-                let name = entry.name.description + (entry.node.kind == .dictionary ? "/" : "")
+                let name = Terminal.printable(entry.name.description) + (entry.node.kind == .dictionary ? "/" : "")
                 if long {
                     let size = entry.node.kind == .dictionary ? "-" : String(entry.node.attributes.size)
                     output += String(repeating: " ", count: max(0, 9 - size.count)) + size + "  "

@@ -29,9 +29,9 @@ struct Rules: ParsableCommand {
             }
             var output = ""
             for (ruled, set) in sets {
-                output += ruled.description + "\n"
+                output += Terminal.printable(ruled.description) + "\n"
                 for rule in set.rules {
-                    output += "    " + rule.description + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "")
+                    output += "    " + Terminal.printable(rule.description) + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "")
                         + (rule.principal.lacksFingerprint ? "  " + Rules.unrecordedNote : "") + "\n"
                 }
             }

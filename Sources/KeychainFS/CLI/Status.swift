@@ -34,8 +34,8 @@ struct Status: ParsableCommand {
             "after \(seconds) s without access" + (status.locksInSeconds.map { " (locks in \($0) s)" } ?? "")
         } ?? "off"
         return """
-            \(status.mountpoint)
-              vault:     \(status.vault)
+            \(Terminal.printable(status.mountpoint))
+              vault:     \(Terminal.printable(status.vault))
               state:     \(status.locked ? "locked" : "unlocked")
               items:     \(status.items.map(String.init) ?? "unknown")
               idle lock: \(idle)

@@ -1,14 +1,16 @@
 import Glibc
 
 enum Terminal {
-    /// `text` with control characters shown as `?`: a name or path that holds a newline or an
-    /// escape would otherwise forge lines, or drive the terminal, where it is printed.
+    /// `text` with control characters (C0, DEL and C1, whose U+009B some terminals take for
+    /// CSI) shown as `?`: a name or path that holds a newline or an escape would otherwise
+    /// forge lines, or drive the terminal, where it is printed. Every human-readable output
+    /// of names and paths goes through it; JSON output is exact.
     static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
     }
 
     static func printError(_ message: String) {
-        writeAll(2, "keychainfs: " + message.replacingOccurrences(of: "\n", with: " ") + "\n")
+        writeAll(2, "keychainfs: " + printable(message.replacingOccurrences(of: "\n", with: " ")) + "\n")
     }
 
     static func printInfo(_ message: String) {

@@ -21,6 +21,17 @@ struct VaultOptions: ParsableArguments {
     /// The member key file to open the vault with; nil to open it with a vault passphrase.
     var resolvedMemberKeyPath: String? { memberKeyPath ?? (asMember ? MemberKey.defaultPath : nil) }
 
+    /// A location that is neither a file nor a URI this program reads is a usage error, before
+    /// anything is opened or created: `--vault`, $KEYCHAINFS_VAULT, and through them mount(8)
+    /// and the systemd units.
+    func validate() throws {
+        do throws(VaultLocation.Refusal) {
+            _ = try VaultLocation(parsing: resolvedVaultPath)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
     var resolvedVaultPath: String {
         if let vaultPath { return vaultPath }
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }

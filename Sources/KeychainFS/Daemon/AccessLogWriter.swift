@@ -108,11 +108,19 @@ final class AccessLogWriter: Sendable {
                 while !stopping.load(ordering: .acquiring) {
                     let wait = lastFlush + AccessLogWriter.interval - ProcessLabels.monotonicNanoseconds()
                     if wait <= 0 { break }
-                    wakeup.wait(nanoseconds: wait)
+                    // sem_timedwait counts on the wall clock; a step of it only makes this one
+                    // wait shorter or longer.
+                    var deadline = timespec()
+                    clock_gettime(CLOCK_REALTIME, &deadline)
+                    let nanoseconds = Int64(deadline.tv_nsec) + wait
+                    deadline.tv_sec += Int(nanoseconds / 1_000_000_000)
+                    deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
+                    _ = wakeup.wait(until: deadline)
                 }
                 if stopping.load(ordering: .acquiring) { break }
                 lastFlush = ProcessLabels.monotonicNanoseconds()
                 flushReportingFailure()
+                StackWipe.here()  // entries name items: the paths were plaintext here
             }
             stoppedThread.signal()
         }

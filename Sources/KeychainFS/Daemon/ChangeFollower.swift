@@ -31,12 +31,14 @@ final class ChangeFollower: Sendable {
                 case .changed(let change):
                     fileSystem.followRemoteChange(change)
                     onChange()
+                    StackWipe.here()  // the changed names were decrypted on this thread
                 case .lost(let reason):
                     DaemonLog.changeListenerLost(reason)
                 case .restored:
                     DaemonLog.changeListenerRestored()
                     fileSystem.followRemoteChange(.everything)
                     onChange()
+                    StackWipe.here()
                 }
             }
         }

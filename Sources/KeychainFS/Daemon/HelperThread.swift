@@ -20,6 +20,8 @@ enum HelperThread {
             for signal in [SIGINT, SIGTERM, SIGHUP, SIGUSR1] { sigaddset(&blocked, signal) }
             pthread_sigmask(SIG_BLOCK, &blocked, nil)
             Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            // glibc keeps an ended thread's stack for the next thread, unwiped.
+            StackWipe.here()
             return nil
         }, context)
         if rc == 0 {

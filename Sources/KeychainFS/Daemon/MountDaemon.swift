@@ -39,6 +39,8 @@ enum MountDaemon {
         }
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
+            // Below here lie the frames of the session loop and of the wipe at its end.
+            StackWipe.here()
             pauseForTestsIfAsked()
             exit(ExitStatus.success.rawValue)
         } catch {

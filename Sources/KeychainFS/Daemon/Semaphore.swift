@@ -24,14 +24,12 @@ final class Semaphore: @unchecked Sendable {  // sem_post and sem_wait are made 
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
 
-    /// Until a signal or for at most `nanoseconds`, whichever comes first. (sem_timedwait
-    /// counts on the wall clock; a clock step only makes this one wait shorter or longer.)
-    func wait(nanoseconds: Int64) {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let total = Int64(deadline.tv_nsec) + max(nanoseconds, 0)
-        deadline.tv_sec += Int(total / 1_000_000_000)
-        deadline.tv_nsec = Int(total % 1_000_000_000)
-        while sem_timedwait(semaphore, &deadline) != 0 && errno == EINTR {}
+    /// Until a signal or the CLOCK_REALTIME `deadline`; false when the deadline came first.
+    func wait(until deadline: timespec) -> Bool {
+        var deadline = deadline
+        while sem_timedwait(semaphore, &deadline) != 0 {
+            if errno != EINTR { return false }
+        }
+        return true
     }
 }

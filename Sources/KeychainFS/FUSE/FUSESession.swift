@@ -83,15 +83,21 @@ enum FUSESession {
     /// a write's payload and new names arrive in it as plaintext. After answering, it keeps
     /// asking for the next request (non-blocking reads) for up to `busyPoll` nanoseconds before
     /// it sleeps in poll(2): a request that comes meanwhile is served without waking this
-    /// thread, which on this machine costs as much as serving it.
+    /// thread, which on this machine costs as much as serving it. Short plaintext left on
+    /// this thread's stack is wiped when it goes idle, or when a lock asks (SessionStackWipe).
     private static func runLoop(_ session: OpaquePointer, _ fileSystem: FileSystem, busyPoll: Int64) {
         var buffer = fuse_buf()
         var largest = 0
         let fd = fuse_session_fd(session)
         let polling = busyPoll > 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0
         var idleSince: Int64? = nil
+        let stack = fileSystem.sessionStack
+        stack.started()
+        defer { stack.ended() }
         while fuse_session_exited(session) == 0 {
+            if !polling { stack.willWait() }
             let received = fuse_session_receive_buf(session, &buffer)
+            if !polling { stack.woke() }
             if received == -EINTR { continue }
             if polling && received == -EAGAIN {
                 let now = FileSystem.monotonicNanoseconds()
@@ -99,8 +105,10 @@ enum FUSESession {
                 idleSince = since
                 if now - since < busyPoll { continue }
                 // Nothing came: sleep until something does (or a signal ends the loop).
+                stack.willWait()
                 var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 _ = poll(&ready, 1, -1)
+                stack.woke()
                 idleSince = nil
                 continue
             }
@@ -110,6 +118,7 @@ enum FUSESession {
             fileSystem.noteActivity()
             fuse_session_process_buf(session, &buffer)
             if let memory = buffer.mem { sodium_memzero(memory, Int(received)) }
+            stack.afterRequest()
         }
         if let memory = buffer.mem {
             sodium_memzero(memory, largest)

@@ -58,6 +58,10 @@ extension FileSystem {
         if locked { gate.didLock() }
         invalidateKernelCaches(entries: entries, inodes: inodes + [UInt64(NodeID.root.rawValue)])
         entries.removeAll()
+        // What the requests served before left on the session thread's stack, and what the
+        // names above left on this one.
+        sessionStack.waitForWipe()
+        StackWipe.here()
     }
 
     /// Unlocks with a passphrase; a wrong one leaves everything locked.

@@ -45,6 +45,8 @@ final class FileSystem: Sendable {
     /// Requests waiting for a confirmation on threads of their own, to be answered later: the
     /// session is not destroyed under them either.
     let answeringLater = Atomic<Int>(0)
+    /// The session thread's stack, wiped on that thread when the mount is locked.
+    let sessionStack = SessionStackWipe()
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
