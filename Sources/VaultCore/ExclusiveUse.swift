@@ -23,7 +23,13 @@ public final class ExclusiveUse: Sendable {
     /// file would drop SQLite's POSIX locks, so this one is closed only when released.
     /// `waitingUpTo`: how many seconds to wait for a holder that no longer serves a mount (a
     /// daemon finishing after its unmount); a holder that serves one is refused at once.
-    public init(of path: String, waitingUpTo seconds: Int = 0) throws(VaultError) {
+    /// `mounted`: whether the mount table shows a mount of the file with this device and inode.
+    /// `umount` returns before the daemon has read that its mount is gone, so a holder still
+    /// saying it serves is believed only while its mount is there; otherwise it is one about
+    /// to say it no longer does (or still starting, or serving in another mount namespace),
+    /// and is waited for too.
+    public init(of path: String, waitingUpTo seconds: Int = 0,
+                mounted: (_ device: UInt64, _ inode: UInt64) -> Bool = { _, _ in true }) throws(VaultError) {
         if VaultLocation.isPostgreSQL(path) {
             fd = -1
             return
@@ -36,10 +42,13 @@ public final class ExclusiveUse: Sendable {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         deadline.tv_sec += seconds
+        var file = stat()
+        _ = fstat(fd, &file)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
-            // Asked each time: a holder that had just claimed may have said so since.
-            guard errno == EWOULDBLOCK, seconds > 0, !Self.serving(fd), !Self.passed(deadline) else {
+            // Asked each time: a holder that had just claimed, or just mounted, may have since.
+            guard errno == EWOULDBLOCK, seconds > 0, !Self.passed(deadline),
+                  !(Self.serving(fd) && mounted(UInt64(file.st_dev), UInt64(file.st_ino))) else {
                 close(fd)
                 throw .vaultInUse(path)
             }

@@ -28,6 +28,26 @@ import VaultCore
         withExtendedLifetime(holder) {}
     }
 
+    /// `umount` returns before the daemon reads that its mount is gone: a holder still saying
+    /// it serves, whose mount the table no longer shows, is waited for as well.
+    @Test func aServingHolderWhoseMountIsGoneIsWaitedFor() throws {
+        let cli = try CLIFixture()
+        defer { withExtendedLifetime(cli) {} }
+        let vault = cli.vault
+        func handOver() throws {
+            let holder = try ExclusiveUse(of: vault)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { withExtendedLifetime(holder) {} }
+        }
+        try handOver()
+        var asked = false
+        let claim = try ExclusiveUse(of: vault, waitingUpTo: 10) { _, _ in
+            asked = true
+            return false
+        }
+        #expect(asked)
+        withExtendedLifetime(claim) {}
+    }
+
     @Test func aHolderThatStoppedServingIsWaitedForUpToTheBound() throws {
         let cli = try CLIFixture()
         defer { withExtendedLifetime(cli) {} }

@@ -183,7 +183,7 @@ enum MountDaemon {
         do throws(VaultError) {
             // Claim first when the vault exists, so a second mount fails before the slow KDF.
             let wait = request.remountWaitSeconds
-            var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path, waitingUpTo: wait)
+            var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path, waitingUpTo: wait, mounted: MountTable.servesVault)
             let passphrase: SecureBuffer
             if let passphraseFD {
                 passphrase = try SecretInput.passphrase(file: "/proc/self/fd/\(passphraseFD)", command: nil, prompt: "", confirm: false)
@@ -203,7 +203,7 @@ enum MountDaemon {
             } else {
                 try Vault.open(at: path, passphrase: passphrase, acceptingRollback: request.vault.acceptRollback)
             }
-            if claim == nil { claim = try ExclusiveUse(of: path, waitingUpTo: wait) }
+            if claim == nil { claim = try ExclusiveUse(of: path, waitingUpTo: wait, mounted: MountTable.servesVault) }
             return (vault, claim!)
         } catch .vaultInUse(let path) {
             throw CommandFailure(message: "\(path): this vault is already mounted", status: .vaultBusy)
