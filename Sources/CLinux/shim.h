@@ -14,6 +14,18 @@
 #include <sys/xattr.h>
 #include <sys/auxv.h>
 #include <poll.h>
+#include <linux/fuse.h>
+
+/* fcntl.h defines the open file description locks only under _GNU_SOURCE. */
+#ifndef F_OFD_GETLK
+#define F_OFD_GETLK 36
+#define F_OFD_SETLK 37
+#endif
+
+/* Linux 6.6; older kernel headers lack it (bit 36: flags2's bit 4 in INIT). */
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
 
 /* pidfd_open(2): glibc's wrapper is declared only under _GNU_SOURCE. PIDFD_THREAD (Linux 6.9)
    lets a pidfd name a thread, as FUSE requests do (they carry a thread's id). */

@@ -49,6 +49,23 @@ struct AccessLogWriterTests {
         #expect(writer.pendingCount == 0)
     }
 
+    /// Stopping (an unmount) does not wait out the interval between two flushes: a mount of
+    /// the vault right after `umount` waits for this daemon. What was pending is still stored.
+    @Test func stoppingDoesNotWaitOutTheInterval() throws {
+        let (_, vault, token) = try fixture()
+        let writer = try #require(try AccessLogWriter(vault: vault, bounds: .default))
+        writer.start()
+        writer.record(pid: getpid(), access: .read, decision: .allowed, node: token)
+        #expect(try waitUntil { try vault.accessLogSummary().entries == 1 })
+        // The flush just made: the thread now waits a whole interval before the next.
+        writer.record(pid: getpid(), access: .read, decision: .allowed, node: token)
+        usleep(50_000)
+        let started = Date()
+        writer.stop()
+        #expect(Date().timeIntervalSince(started) < 0.5, "stop waited \(Date().timeIntervalSince(started)) s")
+        #expect(try vault.accessLogSummary().entries == 2)
+    }
+
     @Test func flushAtLockWritesWhileTheVaultIsLocked() throws {
         let (cli, vault, token) = try fixture()
         let writer = try #require(try AccessLogWriter(vault: vault, bounds: .default))

@@ -15,8 +15,8 @@ import Testing
         let mountpoint: String
         let programs: String
 
-        init() throws {
-            cli = try CLIFixture()
+        init(vault: String? = nil) throws {
+            cli = try CLIFixture(vault: vault)
             let stored = try cli.cli(["set", "app/token", "s3cret"])
             guard stored.exitStatus == .success else { throw FixtureError("set failed: \(stored.stderr)") }
             mountpoint = cli.directory + "/mnt"
@@ -27,10 +27,11 @@ import Testing
         }
 
         /// Runs `script` (sh -e) in a new mount namespace where mount(8) finds this build.
-        func inNamespace(_ script: String) throws -> RunResult {
+        func inNamespace(_ script: String, extra: [String: String] = [:]) throws -> RunResult {
             try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-ec",
                                          "mount --bind \"$PROGRAMS\" /usr/local/sbin\n" + script],
-                    environment: ["PROGRAMS": programs, "VAULT": cli.vault, "MNT": mountpoint, "PW": cli.passphraseFile])
+                    environment: ["PROGRAMS": programs, "VAULT": cli.vault, "MNT": mountpoint, "PW": cli.passphraseFile]
+                        .merging(extra) { $1 })
         }
 
         /// The daemon serving the mount, which the namespace's last script left running: it must
@@ -130,15 +131,61 @@ import Testing
         }
     }
 
+    /// mount(8) helpers print nothing on success; the mount names the vault, where `findmnt -S`
+    /// and `umount VAULT` find it, with the kernel's escapes for a space (a comma needs none
+    /// there, but libfuse's option list needs one).
+    @Test func theHelperIsSilentAndTheVaultNamesTheMount() throws {
+        let base = NSTemporaryDirectory() + "keychainfs-named-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let setup = try Setup(vault: base + "/a vault, named/test.vault")
+        let output = setup.cli.directory + "/output"
+        let result = try setup.inNamespace("""
+            mount -t fuse.keychainfs "$VAULT" "$MNT" -o "passfile=$PW" >"$OUTPUT" 2>&1
+            findmnt -n -o TARGET,FSTYPE -S "$VAULT" || echo "findmnt found nothing"
+            grep " $MNT " /proc/self/mounts | cut -d' ' -f1
+            pgrep -f "[k]eychainfs mount .*$MNT"
+            umount "$VAULT" || { umount "$MNT"; echo "umount VAULT failed"; }
+            if grep -q " $MNT " /proc/self/mounts; then echo "still mounted"; exit 1; fi
+            """, extra: ["OUTPUT": output])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "", "mount(8) printed something")
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "\(result.stdoutText) \(result.stderr)")
+        #expect(lines[0] == setup.mountpoint + " fuse.keychainfs")
+        #expect(lines[1] == setup.cli.vault.replacingOccurrences(of: " ", with: "\\040"))
+        #expect(setup.daemonExits(try #require(pid_t(lines[2]))))
+    }
+
+    /// What scripts and service managers do: `umount` (or `fusermount3 -u`), then `mount` at
+    /// once, while the previous daemon still stores what was written and wipes: every mount
+    /// waits for it and succeeds, and nothing written is lost.
+    @Test func umountThenMountAtOnceMountsEveryTime() throws {
+        let setup = try Setup()
+        let result = try setup.inNamespace("""
+            mounted=0
+            for round in $(seq 1 20); do
+                if mount -t fuse.keychainfs "$VAULT" "$MNT" -o "passfile=$PW"; then mounted=$((mounted + 1)); else break; fi
+                for file in $(seq 1 50); do echo "$round.$file" > "$MNT/app/f$file"; done
+                if [ $((round % 2)) = 0 ]; then umount "$MNT"; else fusermount3 -u "$MNT"; fi
+            done
+            echo "$mounted"
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutText == "20\n", "\(result.stderr)")
+        // Every daemon has gone, the last having stored its round.
+        #expect(eventually(within: 30) { (try? sh("pgrep -f '[k]eychainfs mount .*\(setup.mountpoint)'").status) == 1 })
+        #expect(try setup.cli.cli(["get", "app/f50"]).stdoutText == "20.50\n")
+    }
+
     @Test func theHelperFormBecomesTheMountCommand() throws {
         let names: Set<String> = ["mount", "get", "help"]
         #expect(try MountHelperArguments.translate(["/v", "/m", "-o", "rw,passfile=/p,idle_lock=15m,secret_service,dev,suid,ro"], subcommands: names)
-            == ["mount", "--vault", "/v", "--passphrase-file", "/p", "--idle-lock", "15m", "--secret-service", "--kernel-option", "ro", "/m"])
+            == ["mount", "--quiet", "--vault", "/v", "--passphrase-file", "/p", "--idle-lock", "15m", "--secret-service", "--kernel-option", "ro", "/m"])
         #expect(try MountHelperArguments.translate(["/v", "/m", "-onoexec,log_days=3", "-o", "log_entries=10"], subcommands: names)
-            == ["mount", "--vault", "/v", "--kernel-option", "noexec", "--log-days", "3", "--log-entries", "10", "/m"])
-        #expect(try MountHelperArguments.translate(["/v", "/m", "-o", "busy_poll_us=0"], subcommands: names)
-            == ["mount", "--vault", "/v", "--busy-poll-us", "0", "/m"])
-        #expect(try MountHelperArguments.translate(["/v", "/m"], subcommands: names) == ["mount", "--vault", "/v", "/m"])
+            == ["mount", "--quiet", "--vault", "/v", "--kernel-option", "noexec", "--log-days", "3", "--log-entries", "10", "/m"])
+        #expect(try MountHelperArguments.translate(["/v", "/m", "-o", "busy_poll_us=0,remount_wait=30s"], subcommands: names)
+            == ["mount", "--quiet", "--vault", "/v", "--busy-poll-us", "0", "--remount-wait", "30s", "/m"])
+        #expect(try MountHelperArguments.translate(["/v", "/m"], subcommands: names) == ["mount", "--quiet", "--vault", "/v", "/m"])
         // Every other command line is the ordinary parser's.
         for arguments in [["/m"], ["mount", "/m"], ["get", "a/b"], ["/m", "--passphrase-file", "p"], ["/v", "/m", "-f"], ["/v", "/m", "-o"]] {
             #expect(try MountHelperArguments.translate(arguments, subcommands: names) == nil, "\(arguments)")
@@ -148,6 +195,7 @@ import Testing
                                    ("secret_service=yes", "mount option secret_service takes no value"),
                                    ("log_days=-1", "mount option log_days takes a number, 0 or more, not '-1'"),
                                    ("busy_poll_us=lots", "mount option busy_poll_us takes a number from 0 to 1000000, not 'lots'"),
+                                   ("remount_wait=soon", "mount option remount_wait takes 0 or a duration such as 10s or 1m, not 'soon'"),
                                    ("ro=1", "unknown mount option 'ro=1'")] {
             #expect(throws: MountHelperArguments.Refusal.self) { try MountHelperArguments.translate(["/v", "/m", "-o", options], subcommands: names) }
             do {

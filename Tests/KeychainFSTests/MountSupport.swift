@@ -58,6 +58,12 @@ func isMounted(_ mountpoint: String) -> Bool {
     return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == mountpoint }
 }
 
+/// The source /proc/self/mounts gives the mount at `mountpoint`, as the kernel escapes it.
+func mountSource(_ mountpoint: String) -> String? {
+    procText("/proc/self/mounts").split(separator: "\n").map { $0.split(separator: " ") }
+        .first { $0.count > 1 && String($0[1]) == mountpoint }.map { String($0[0]) }
+}
+
 /// Fills `directory` (a path in the mount, "" for the mountpoint) with 600 items whose names are
 /// a 150-byte prefix and a number: more than one getdents buffer (32 KiB in glibc) holds, so a
 /// listing of it is read in parts. Returns the prefix.
@@ -130,7 +136,7 @@ final class HeldDescriptor {
     private let output = Pipe()
 
     static let script = """
-        import os, sys
+        import mmap, os, sys
         flags = 0
         for name in sys.argv[2].split('|'):
             flags |= getattr(os, name)
@@ -161,9 +167,21 @@ final class HeldDescriptor {
                     os.listdir(fd)
                 elif words[0] == 'close':
                     os.close(fd)
+                elif words[0] == 'map':
+                    m = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                elif words[0] == 'mapwrite':
+                    data = bytes.fromhex(words[1])
+                    m[:len(data)] = data
+                elif words[0] == 'msync':
+                    m.flush()
+                elif words[0] == 'unmap':
+                    m.close()
                 print('ok', flush=True)
             except OSError as e:
                 print('err', e.errno, flush=True)
+            except Exception:
+                # A mapping that failed leaves none to use: an error, not the end of the helper.
+                print('err -1', flush=True)
         """
 
     /// `flags` like "O_WRONLY|O_TRUNC". Throws if the open fails.

@@ -139,6 +139,9 @@ import Testing
         let status = try run(keychainfsBinary, ["status", mount.mountpoint])
         #expect(status.exitStatus == .success && status.stdoutText.contains("postgresql://postgres@/shown"), "\(status.stdoutText)")
         #expect(!status.stdoutText.contains("hunter2-canary"))
+        // Nor the mount table, where the URI names the mount.
+        let source = mountSource(mount.mountpoint) ?? ""
+        #expect(source.hasPrefix("postgresql://postgres@/shown") && !source.contains("hunter2-canary"), "\(source)")
         // Nor the daemon's command line, which every local user may read for as long as it runs.
         let daemon = try run(keychainfsBinary, ["status", "--json", mount.mountpoint]).stdoutText
         let pid = try #require(daemon.split(separator: ",").first { $0.contains("\"pid\"") }?.split(separator: ":").last

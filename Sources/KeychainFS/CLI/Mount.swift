@@ -58,6 +58,13 @@ struct Mount: ParsableCommand {
             help: "How long the daemon keeps asking for the next request after answering one, before it sleeps (microseconds; 0: sleep at once). Each request then skips a wake-up; the cost is CPU while a program works the mount.")
     var busyPollMicroseconds: Int = FUSESession.defaultBusyPollMicroseconds
 
+    @Option(name: .customLong("remount-wait"),
+            help: "When the vault's previous daemon, its mount already gone, is still storing and wiping, wait this long for it (default 10s; 0: refuse at once). A vault another mount serves is refused at once.")
+    var remountWait = "\(MountRequest.defaultRemountWaitSeconds)s"
+
+    @Flag(name: [.customShort("q"), .long], help: "Print nothing on success (a mount(8) helper's way; the `VAULT MOUNTPOINT -o OPTIONS` form is always quiet).")
+    var quiet = false
+
     @Option(name: .customLong("ready-fd"), help: .private)
     var readyFD: Int32?
 
@@ -83,6 +90,7 @@ struct Mount: ParsableCommand {
         }
         if let syncWindowMilliseconds, syncWindowMilliseconds <= 0 { throw ValidationError("--sync-window-ms takes a number above 0") }
         guard (0...1_000_000).contains(busyPollMicroseconds) else { throw ValidationError("--busy-poll-us takes a number from 0 to 1000000") }
+        if Self.seconds(remountWait) == nil { throw ValidationError("--remount-wait takes 0 or a duration such as 10s or 1m") }
         if replace && !secretService { throw ValidationError("--replace goes with --secret-service") }
         guard logDays >= 0, logEntries >= 0 else { throw ValidationError("--log-days and --log-entries take a number, 0 or more") }
         if let unknown = kernelOptions.first(where: { !MountHelperArguments.kernelOptions.contains($0) }) {
@@ -109,9 +117,16 @@ struct Mount: ParsableCommand {
         request.syncEveryChange = syncEveryChange
         request.syncWindowMilliseconds = syncWindowMilliseconds
         request.busyPollMicroseconds = busyPollMicroseconds
+        request.remountWaitSeconds = Self.seconds(remountWait) ?? MountRequest.defaultRemountWaitSeconds
+        request.quiet = quiet
         if foreground || readyFD != nil {
             MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
         }
         try reportingFailures { () throws(CommandFailure) in try BackgroundLaunch.launch(request) }
+    }
+
+    /// A duration, or 0 for none.
+    static func seconds(_ text: String) -> Int? {
+        text == "0" || text == "0s" ? 0 : LockTriggers.parseDuration(text)
     }
 }

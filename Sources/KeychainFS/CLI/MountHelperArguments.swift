@@ -35,7 +35,8 @@ enum MountHelperArguments {
                 return nil
             }
         }
-        var mount = ["mount", "--vault", arguments[0]]
+        // mount(8) helpers say nothing on success; errors stay one line on stderr.
+        var mount = ["mount", "--quiet", "--vault", arguments[0]]
         for option in options {
             let (name, value) = split(option)
             switch name {
@@ -47,6 +48,12 @@ enum MountHelperArguments {
                     throw Refusal(message: "mount option idle_lock takes a duration such as 30s, 15m or 1h, not '\(duration)'")
                 }
                 mount += ["--idle-lock", duration]
+            case "remount_wait":
+                let duration = try required(value, of: name)
+                guard Mount.seconds(duration) != nil else {
+                    throw Refusal(message: "mount option remount_wait takes 0 or a duration such as 10s or 1m, not '\(duration)'")
+                }
+                mount += ["--remount-wait", duration]
             case "log_days", "log_entries":
                 let count = try required(value, of: name)
                 guard let number = Int(count), number >= 0 else {

@@ -102,12 +102,22 @@ final class AccessLogWriter: Sendable {
             while !stopping.load(ordering: .acquiring) {
                 wakeup.wait()
                 if stopping.load(ordering: .acquiring) { break }
-                let wait = lastFlush + AccessLogWriter.interval - ProcessLabels.monotonicNanoseconds()
-                if wait > 0 {
-                    var duration = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
-                    var left = timespec()
-                    while nanosleep(&duration, &left) != 0 && errno == EINTR { duration = left }
+                // Until the interval is over, or at once when stopping: an unmount must not wait
+                // it out (a mount of the vault right after waits for this daemon to end). A
+                // record's wake-up meanwhile is one for the flush this wait leads to anyway.
+                while !stopping.load(ordering: .acquiring) {
+                    let wait = lastFlush + AccessLogWriter.interval - ProcessLabels.monotonicNanoseconds()
+                    if wait <= 0 { break }
+                    // sem_timedwait counts on the wall clock; a step of it only makes this one
+                    // wait shorter or longer.
+                    var deadline = timespec()
+                    clock_gettime(CLOCK_REALTIME, &deadline)
+                    let nanoseconds = Int64(deadline.tv_nsec) + wait
+                    deadline.tv_sec += Int(nanoseconds / 1_000_000_000)
+                    deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
+                    _ = wakeup.wait(until: deadline)
                 }
+                if stopping.load(ordering: .acquiring) { break }
                 lastFlush = ProcessLabels.monotonicNanoseconds()
                 flushReportingFailure()
                 StackWipe.here()  // entries name items: the paths were plaintext here

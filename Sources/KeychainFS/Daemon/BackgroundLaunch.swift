@@ -45,6 +45,7 @@ enum BackgroundLaunch {
         if request.vault.acceptRollback { arguments.insert("--accept-rollback", at: arguments.count - 1) }
         if let window = request.syncWindowMilliseconds { arguments.insert(contentsOf: ["--sync-window-ms", "\(window)"], at: arguments.count - 1) }
         arguments.insert(contentsOf: ["--busy-poll-us", "\(request.busyPollMicroseconds)"], at: arguments.count - 1)
+        arguments.insert(contentsOf: ["--remount-wait", "\(request.remountWaitSeconds)s"], at: arguments.count - 1)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         let daemonEnvironment = vaultByEnvironment ? environment(vault: vaultPath) : []
@@ -65,7 +66,7 @@ enum BackgroundLaunch {
         let report = readLine(ready.read)
         close(ready.read)
         if report.hasPrefix("ready ") {
-            Terminal.printInfo(String(report.dropFirst(6)))
+            if !request.quiet { Terminal.printInfo(String(report.dropFirst(6))) }
             return
         }
         if report.hasPrefix("error ") {

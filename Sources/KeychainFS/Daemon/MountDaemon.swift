@@ -8,9 +8,11 @@ enum MountDaemon {
     /// pipe (`--ready-fd`), or the terminal in foreground mode.
     struct ReadyChannel: Sendable {
         let fd: Int32?
+        /// In the foreground: nothing on the terminal on success (`--quiet`).
+        var quiet = false
 
         func ready(_ message: String) {
-            guard let fd else { return Terminal.printInfo(message) }
+            guard let fd else { return quiet ? () : Terminal.printInfo(message) }
             Terminal.writeAll(fd, "ready " + message + "\n")
             close(fd)
         }
@@ -23,7 +25,7 @@ enum MountDaemon {
     }
 
     static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
-        let channel = ReadyChannel(fd: readyFD)
+        let channel = ReadyChannel(fd: readyFD, quiet: request.quiet)
         // Before any other thread exists, so that every thread inherits it blocked and only
         // the lock trigger's sigwait ever takes it.
         LockTriggers.blockSIGUSR1()
@@ -109,6 +111,8 @@ enum MountDaemon {
         var served = false
         var follower: ChangeFollower? = nil
         defer {
+            // The mount is gone (or never came): a mount of the vault may now wait for this end.
+            claim.stopServing()
             if served { ServiceManager.notifyStopping() }
             // No notice from elsewhere is followed once the wipe begins.
             follower?.stop()
@@ -145,7 +149,8 @@ enum MountDaemon {
         LockTriggers.lockWhenRotatedAway(fileSystem)
         if request.lockOnScreenLock { ScreenLockWatcher.start(fileSystem) }
         do throws(FUSESession.MountFailure) {
-            try FUSESession.serve(fileSystem, at: mountpoint, kernelOptions: request.kernelOptions,
+            // The vault names the mount (`findmnt -S VAULT`, `umount VAULT`), without a URI's password.
+            try FUSESession.serve(fileSystem, at: mountpoint, source: shown, kernelOptions: request.kernelOptions,
                                   busyPollMicroseconds: request.busyPollMicroseconds)
             served = true
         } catch {
@@ -177,7 +182,8 @@ enum MountDaemon {
                             passphraseFD: Int32?) throws(CommandFailure) -> (Vault, ExclusiveUse) {
         do throws(VaultError) {
             // Claim first when the vault exists, so a second mount fails before the slow KDF.
-            var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path)
+            let wait = request.remountWaitSeconds
+            var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path, waitingUpTo: wait, mounted: MountTable.servesVault)
             let passphrase: SecureBuffer
             if let passphraseFD {
                 passphrase = try SecretInput.passphrase(file: "/proc/self/fd/\(passphraseFD)", command: nil, prompt: "", confirm: false)
@@ -197,7 +203,7 @@ enum MountDaemon {
             } else {
                 try Vault.open(at: path, passphrase: passphrase, acceptingRollback: request.vault.acceptRollback)
             }
-            if claim == nil { claim = try ExclusiveUse(of: path) }
+            if claim == nil { claim = try ExclusiveUse(of: path, waitingUpTo: wait, mounted: MountTable.servesVault) }
             return (vault, claim!)
         } catch .vaultInUse(let path) {
             throw CommandFailure(message: "\(path): this vault is already mounted", status: .vaultBusy)

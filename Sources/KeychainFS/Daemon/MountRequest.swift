@@ -30,6 +30,13 @@ struct MountRequest {
     var syncWindowMilliseconds: Int? = nil
     /// How long the session loop polls for the next request before it sleeps (`FUSESession`).
     var busyPollMicroseconds = FUSESession.defaultBusyPollMicroseconds
+    /// How long to wait for the vault's previous daemon, its mount gone, to let go (`ExclusiveUse`).
+    var remountWaitSeconds = MountRequest.defaultRemountWaitSeconds
+    /// Nothing on stdout or stderr on success, as mount(8) expects of its helpers.
+    var quiet = false
+
+    /// Longer than a daemon takes to store and wipe after its unmount (about 1 s after writes).
+    static let defaultRemountWaitSeconds = 10
 }
 
 extension MountRequest {

@@ -20,13 +20,14 @@ enum FUSESession {
     /// certificates) in one READ; a 1 MiB item takes 64 instead of 8 (see README "Speed").
     static let maximumRead: UInt32 = 16384
 
+    /// `source`: what the mount table names as the mount's source (the vault, for `findmnt -S`).
     /// `kernelOptions`: mount flags asked for through mount(8) (ro, noexec), passed to the kernel.
     /// `busyPollMicroseconds`: how long the loop polls for the next request before it sleeps.
-    static func serve(_ fileSystem: FileSystem, at mountpoint: String, kernelOptions: [String] = [],
+    static func serve(_ fileSystem: FileSystem, at mountpoint: String, source: String = "keychainfs", kernelOptions: [String] = [],
                       busyPollMicroseconds: Int = defaultBusyPollMicroseconds) throws(MountFailure) {
         var ops = FUSEOperations.table()
         // Only the mounting user can reach the mount (no allow_other); the kernel checks modes.
-        let arguments = ["keychainfs", "-o", (["fsname=keychainfs,subtype=keychainfs,default_permissions,noatime,max_read=\(maximumRead)"]
+        let arguments = ["keychainfs", "-o", (["fsname=\(optionValue(source)),subtype=keychainfs,default_permissions,noatime,max_read=\(maximumRead)"]
                                               + kernelOptions).joined(separator: ",")]
         // libfuse may keep the vector and its strings: both live for the whole process.
         let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
@@ -59,9 +60,23 @@ enum FUSESession {
             throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
         }
         defer { fuse_session_unmount(session) }
+        // Should libfuse refuse, shared mappings fail with ENODEV and all else works.
+        _ = SharedMmapNegotiation.install(on: session)
         fileSystem.attach(session: session)
         defer { destroyable = fileSystem.detachSession() }
         runLoop(session, fileSystem, busyPoll: Int64(busyPollMicroseconds) * 1000)
+    }
+
+    /// A value inside libfuse's `-o` list, which splits at commas and takes a backslash as an
+    /// escape (fusermount3 reads the list it is handed the same way); the kernel escapes what
+    /// /proc/mounts needs (space, tab, newline, backslash) itself.
+    static func optionValue(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            if character == "," || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
     }
 
     /// Our own loop over receive/process so that every request buffer is wiped once served:

@@ -50,6 +50,8 @@ final class FileSystem: Sendable {
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
+    /// Negotiates shared mappings with the kernel, which libfuse 3.14 cannot.
+    let sharedMmap = SharedMmapNegotiation()
     /// Syncs namespace changes within its window; nil: each is durable before its call returns
     /// (`--sync`, and file systems made without one).
     let flusher: CommitFlusher?
