@@ -68,6 +68,8 @@ extension FileSystem {
     private func refreshChangeTime(_ id: NodeID, _ state: borrowing State) throws(VaultError) {
         guard let item = state.openItems.item(id) else { return }
         item.node.attributes.changed = try vault.node(id).attributes.changed
+        // What stat shows of an open item, and what its next store keeps.
+        item.lastChange = item.node.attributes.changed
     }
 
     func removeExtendedAttribute(_ inode: UInt64, _ name: ExtendedAttributeName, _ caller: RequestContext) throws(VaultError) {
