@@ -664,6 +664,13 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Gives space freed by removals back to the filesystem, when there is enough of it, and
+    /// with `trimmingLog` the log of recent commits (`VaultStorage.reclaimFreeSpace`); works
+    /// while locked, no key is needed.
+    public func reclaimFreeSpace(trimmingLog: Bool) throws(VaultError) {
+        try state.withLock { (state) throws(VaultError) in try state.storage.reclaimFreeSpace(trimmingLog: trimmingLog) }
+    }
+
     /// Whether a change committed with `durable: false` is not yet known to be durable.
     public var hasUnsyncedCommits: Bool { state.withLock { $0.unsynced } }
 

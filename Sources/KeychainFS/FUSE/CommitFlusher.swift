@@ -71,6 +71,10 @@ final class CommitFlusher: Sendable {
                 // it, so it schedules the next.
                 scheduled.store(false, ordering: .releasing)
                 syncReportingFailure()
+                // Namespace changes are what frees space (unlink, rmdir, a rename over an item);
+                // the WAL too once no change came during the sync (the work has paused). A
+                // failure leaves the space for the next writes and the next try.
+                _ = try? vault.reclaimFreeSpace(trimmingLog: !scheduled.load(ordering: .acquiring))
             }
             stoppedThread.signal()
         }

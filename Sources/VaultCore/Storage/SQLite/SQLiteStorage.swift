@@ -32,6 +32,9 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try VaultFiles.createEmptyPrivateFile(path)
         do {
             let db = try SQLiteConnection(path: path, create: false)
+            // Only before the first table: pages freed by removals can then be given back
+            // (`reclaimFreeSpace`). Older vaults are converted when they first have some.
+            try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute("PRAGMA journal_mode = WAL")
             try db.execute(SQLiteSchema.connectionPragmas)
             let storage = SQLiteStorage(db: db, journalIsWAL: true)
@@ -116,6 +119,55 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     }
 
     var syncsAlongsideCommits: Bool { journalIsWAL }
+
+    /// Free pages below this many (256 KiB) are left for the next writes to reuse.
+    static let reclaimMinimumPages: Int64 = 64
+    /// A WAL larger than this is truncated when the mount is idle (`trimmingLog`).
+    static let idleLogLimit = 256 << 10
+    /// Set once converting a vault made without auto_vacuum failed (a full disk, another
+    /// process writing): not tried again by this connection, each try rewriting the file.
+    private var conversionFailed = false
+
+    /// Once the free pages are 256 KiB and an eighth of the file, they go back to the
+    /// filesystem (`incremental_vacuum`, which moves pages from the end into the free ones and
+    /// truncates), so the file is never more than about 8/7 of what it holds; a smaller share
+    /// is left for writes to reuse, rather than shrink and grow the file under steady rewriting.
+    /// A vault made before auto_vacuum is converted the first time (a VACUUM, which needs the
+    /// vault's size again for a while and its temporary copy in memory: only ciphertext, kept
+    /// off the temporary directory like every replaced page). The WAL is then checkpointed and
+    /// truncated, so what was given back is not held there. With `trimmingLog` (the mount is
+    /// idle), a WAL of more than `idleLogLimit` is truncated as well: `journal_size_limit`
+    /// keeps up to 4 MiB of it between commits, the room a large item's store needs on a full
+    /// disk, which would otherwise outweigh a small vault for good. Nobody waits for either:
+    /// another process's lock leaves the work to the next call.
+    func reclaimFreeSpace(trimmingLog: Bool) throws(VaultError) {
+        guard journalIsWAL else { return }
+        let free = try db.integer("PRAGMA freelist_count")
+        guard free >= SQLiteStorage.reclaimMinimumPages, free * 8 >= (try db.integer("PRAGMA page_count")) else {
+            var wal = stat()
+            if trimmingLog, stat(path + "-wal", &wal) == 0, wal.st_size > SQLiteStorage.idleLogLimit {
+                try db.withoutWaiting { () throws(VaultError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            }
+            return
+        }
+        let incremental = try db.integer("PRAGMA auto_vacuum") == 2
+        guard incremental || !conversionFailed else { return }
+        try db.withoutWaiting { () throws(VaultError) in
+            if incremental {
+                try db.writeTransaction(durable: false, counted: false) { () throws(VaultError) in
+                    try db.execute("PRAGMA incremental_vacuum")
+                }
+            } else {
+                do throws(VaultError) {
+                    try db.execute("PRAGMA temp_store = MEMORY; PRAGMA auto_vacuum = INCREMENTAL; VACUUM")
+                } catch {
+                    conversionFailed = true
+                    throw error
+                }
+            }
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
 
     /// fdatasync of the WAL through a descriptor of our own: what a synchronous=FULL commit's
     /// sync does (SQLite's unix VFS syncs with fdatasync), on the same file, so it takes along
