@@ -2,9 +2,9 @@ import Glibc
 import Synchronization
 import VaultCore
 
-/// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens) durable
-/// within a bounded window, as a journaling filesystem's commit interval does: they commit at
-/// once, atomically and visible to all, without their own sync (`durable: false`), so a crash
+/// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens, setxattr,
+/// removexattr) durable within a bounded window, as a journaling filesystem's commit interval
+/// does: they commit at once, atomically and visible to all, without their own sync (`durable: false`), so a crash
 /// of the daemon loses none (SQLite's WAL, PostgreSQL's commit), and a helper thread syncs them
 /// `window` after the first of a batch (`Vault.syncCarriedCommits`: one fdatasync of the WAL,
 /// or one synchronous commit on PostgreSQL), however many came meanwhile. A power loss may

@@ -57,9 +57,13 @@ extension FileSystem {
             // The kernel's copy sits in the request buffer, which the session loop wipes.
             let secure = try SecureBuffer(copying: value)
             switch name {
-            case .attribute(let name): try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
-            case .property(let property): try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            // A metadata change like chmod: durable within the flusher's window, or at fsync.
+            case .attribute(let name):
+                try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode, durable: flusher == nil)
+            case .property(let property):
+                try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode, durable: flusher == nil)
             }
+            flusher?.changed()
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }
@@ -76,9 +80,10 @@ extension FileSystem {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             switch name {
-            case .attribute(let name): try vault.removeAttribute(name, of: NodeID(Int64(inode)))
-            case .property(let property): try vault.removeProperty(property, of: NodeID(Int64(inode)))
+            case .attribute(let name): try vault.removeAttribute(name, of: NodeID(Int64(inode)), durable: flusher == nil)
+            case .property(let property): try vault.removeProperty(property, of: NodeID(Int64(inode)), durable: flusher == nil)
             }
+            flusher?.changed()
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }
