@@ -50,8 +50,9 @@ protocol VaultStorage: AnyObject, Sendable {
     /// Gives space that removals freed back to the filesystem once it is a good part of the
     /// storage (SQLite; a PostgreSQL server vacuums on its own); `trimmingLog`, with nothing
     /// else to do, the log of recent commits too (SQLite's WAL). Changes no record; called off
-    /// the request path (`CommitFlusher`).
-    func reclaimFreeSpace(trimmingLog: Bool) throws(VaultError)
+    /// the request path (`CommitFlusher`). One step at a time: true when the caller should call
+    /// again with `continuing` (which goes on whatever is left).
+    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool
 
     /// Runs `body` on one consistent snapshot. Inside a transaction (a `write`'s, say), `body`
     /// runs in it.

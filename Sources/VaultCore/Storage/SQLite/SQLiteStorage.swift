@@ -122,6 +122,8 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
 
     /// Free pages below this many (256 KiB) are left for the next writes to reuse.
     static let reclaimMinimumPages: Int64 = 64
+    /// Pages given back per transaction (8 MiB).
+    static let reclaimStepPages: Int64 = 2048
     /// A WAL larger than this is truncated when the mount is idle (`trimmingLog`).
     static let idleLogLimit = 256 << 10
     /// Set once converting a vault made without auto_vacuum failed (a full disk, another
@@ -132,40 +134,49 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// filesystem (`incremental_vacuum`, which moves pages from the end into the free ones and
     /// truncates), so the file is never more than about 8/7 of what it holds; a smaller share
     /// is left for writes to reuse, rather than shrink and grow the file under steady rewriting.
-    /// A vault made before auto_vacuum is converted the first time (a VACUUM, which needs the
-    /// vault's size again for a while and its temporary copy in memory: only ciphertext, kept
-    /// off the temporary directory like every replaced page). The WAL is then checkpointed and
-    /// truncated, so what was given back is not held there. With `trimmingLog` (the mount is
-    /// idle), a WAL of more than `idleLogLimit` is truncated as well: `journal_size_limit`
-    /// keeps up to 4 MiB of it between commits, the room a large item's store needs on a full
-    /// disk, which would otherwise outweigh a small vault for good. Nobody waits for either:
-    /// another process's lock leaves the work to the next call.
-    func reclaimFreeSpace(trimmingLog: Bool) throws(VaultError) {
-        guard journalIsWAL else { return }
+    /// `reclaimStepPages` at a time, each step one transaction followed by a checkpoint, so the
+    /// WAL never holds more than a step (one step for the 2.6 GB left by mixed work took the
+    /// WAL to 86 MB). A vault made before auto_vacuum is converted the first time (a VACUUM,
+    /// which needs the vault's size again for a while and its temporary copy in memory: only
+    /// ciphertext, kept off the temporary directory like every replaced page). The WAL is
+    /// truncated at the end, so what was given back is not held there. With `trimmingLog` (the
+    /// mount is idle), a WAL of more than `idleLogLimit` is truncated as well:
+    /// `journal_size_limit` keeps up to 4 MiB of it between commits, the room a large item's
+    /// store needs on a full disk, which would otherwise outweigh a small vault for good.
+    /// Nobody waits: another process's lock leaves the work to the next call.
+    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool {
+        guard journalIsWAL else { return false }
         let free = try db.integer("PRAGMA freelist_count")
-        guard free >= SQLiteStorage.reclaimMinimumPages, free * 8 >= (try db.integer("PRAGMA page_count")) else {
-            var wal = stat()
-            if trimmingLog, stat(path + "-wal", &wal) == 0, wal.st_size > SQLiteStorage.idleLogLimit {
-                try db.withoutWaiting { () throws(VaultError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-            }
-            return
-        }
+        let pages = try db.integer("PRAGMA page_count")
+        let due = free >= SQLiteStorage.reclaimMinimumPages && free * 8 >= pages
         let incremental = try db.integer("PRAGMA auto_vacuum") == 2
-        guard incremental || !conversionFailed else { return }
-        try db.withoutWaiting { () throws(VaultError) in
-            if incremental {
-                try db.writeTransaction(durable: false, counted: false) { () throws(VaultError) in
-                    try db.execute("PRAGMA incremental_vacuum")
+        return try db.withoutWaiting { () throws(VaultError) -> Bool in
+            guard continuing || due, incremental || !conversionFailed else {
+                var wal = stat()
+                if continuing || (trimmingLog && stat(path + "-wal", &wal) == 0 && wal.st_size > SQLiteStorage.idleLogLimit) {
+                    try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 }
-            } else {
+                return false
+            }
+            guard incremental else {
                 do throws(VaultError) {
                     try db.execute("PRAGMA temp_store = MEMORY; PRAGMA auto_vacuum = INCREMENTAL; VACUUM")
                 } catch {
                     conversionFailed = true
                     throw error
                 }
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return false
             }
-            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.writeTransaction(durable: false, counted: false) { () throws(VaultError) in
+                try db.execute("PRAGMA incremental_vacuum(\(SQLiteStorage.reclaimStepPages))")
+            }
+            guard free > SQLiteStorage.reclaimStepPages else {
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return false
+            }
+            try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            return true
         }
     }
 
