@@ -194,10 +194,15 @@ SETFATTR_FILES = 1000
 
 
 def bytes_on_disk(store):
-    """A vault file and its WAL, or a cipher directory's files."""
+    """A vault file and its WAL, or a cipher directory's files (those removed meanwhile left out)."""
+    def size(path):
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
     if os.path.isdir(store):
-        return sum(os.path.getsize(os.path.join(top, f)) for top, _dirs, files in os.walk(store) for f in files)
-    return sum(os.path.getsize(f) for f in (store, store + "-wal") if os.path.exists(f))
+        return sum(size(os.path.join(top, f)) for top, _dirs, files in os.walk(store) for f in files)
+    return size(store) + size(store + "-wal")
 
 
 def heavy_work(systems, stores):

@@ -126,8 +126,9 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     static let reclaimStepPages: Int64 = 2048
     /// A WAL larger than this is truncated when the mount is idle (`trimmingLog`).
     static let idleLogLimit = 256 << 10
-    /// Set once converting a vault made without auto_vacuum failed (a full disk, another
-    /// process writing): not tried again by this connection, each try rewriting the file.
+    /// Set once converting a vault made without auto_vacuum failed other than for another
+    /// process's lock (a full disk, say): not tried again by this connection, each try
+    /// rewriting the file.
     private var conversionFailed = false
 
     /// Once the free pages are 256 KiB and an eighth of the file, they go back to the
@@ -137,8 +138,8 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// `reclaimStepPages` at a time, each step one transaction followed by a checkpoint, so the
     /// WAL never holds more than a step (one step for the 2.6 GB left by mixed work took the
     /// WAL to 86 MB). A vault made before auto_vacuum is converted the first time (a VACUUM,
-    /// which needs the vault's size again for a while and its temporary copy in memory: only
-    /// ciphertext, kept off the temporary directory like every replaced page). The WAL is
+    /// which needs the vault's size again for a while, in SQLite's temporary file: a copy of
+    /// the live records' ciphertext, nothing removed or replaced). The WAL is
     /// truncated at the end, so what was given back is not held there. With `trimmingLog` (the
     /// mount is idle), a WAL of more than `idleLogLimit` is truncated as well:
     /// `journal_size_limit` keeps up to 4 MiB of it between commits, the room a large item's
@@ -160,7 +161,9 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             }
             guard incremental else {
                 do throws(VaultError) {
-                    try db.execute("PRAGMA temp_store = MEMORY; PRAGMA auto_vacuum = INCREMENTAL; VACUUM")
+                    try db.execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM")
+                } catch .vaultInUse(let path) {
+                    throw .vaultInUse(path)
                 } catch {
                     conversionFailed = true
                     throw error
