@@ -194,10 +194,11 @@ SETFATTR_FILES = 1000
 
 
 def bytes_on_disk(store):
-    """A vault file and its WAL, or a cipher directory's files (those removed meanwhile left out)."""
-    def size(path):
+    """What a vault file and its WAL, or a cipher directory's files, take on disk (files removed
+    meanwhile left out)."""
+    def size(path):  # allocated, not apparent: gocryptfs keeps the mixed work's holes
         try:
-            return os.path.getsize(path)
+            return os.stat(path).st_blocks * 512
         except OSError:
             return 0
     if os.path.isdir(store):
@@ -233,8 +234,10 @@ def heavy_work(systems, stores):
         def sample():
             while not done.wait(0.05):
                 largest[0] = max(largest[0], bytes_on_disk(store))
-                if os.path.exists(store + "-wal"):
+                try:
                     wal[0] = max(wal[0], os.path.getsize(store + "-wal"))
+                except OSError:
+                    pass
         sampler = threading.Thread(target=sample) if store else None
         if sampler:
             sampler.start()
