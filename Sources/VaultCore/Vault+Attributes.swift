@@ -36,17 +36,18 @@ extension Vault {
         try reading { (store) throws(VaultError) -> SecureBuffer in try Vault.attribute(name, of: try store.existingRecord(id), in: store) }
     }
 
+    /// `durable` false leaves the commit's sync to the caller (the mount's `CommitFlusher`).
     public func setAttribute(_ name: AttributeName, to value: borrowing SecureBuffer, of id: NodeID,
-                             mode: AttributeSetMode = .createOrReplace) throws(VaultError) {
-        try writing { (store) throws(VaultError) in
+                             mode: AttributeSetMode = .createOrReplace, durable: Bool = true) throws(VaultError) {
+        try writing(durable: durable) { (store) throws(VaultError) in
             let record = try store.existingRecord(id)
             try store.putAttribute(name, value, on: record, mode: mode)
             _ = try store.attributesChanged(of: record, at: .now())
         }
     }
 
-    public func removeAttribute(_ name: AttributeName, of id: NodeID) throws(VaultError) {
-        try writing { (store) throws(VaultError) in
+    public func removeAttribute(_ name: AttributeName, of id: NodeID, durable: Bool = true) throws(VaultError) {
+        try writing(durable: durable) { (store) throws(VaultError) in
             let record = try store.existingRecord(id)
             try store.deleteAttribute(name, of: record)
             _ = try store.attributesChanged(of: record, at: .now())

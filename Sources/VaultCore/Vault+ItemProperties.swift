@@ -25,9 +25,10 @@ extension Vault {
     }
 
     /// The same for a value the caller keeps (an optional argument would consume it).
+    /// `durable` false leaves the commit's sync to the caller (the mount's `CommitFlusher`).
     public func setProperty(_ property: ItemProperty, to value: borrowing SecureBuffer, of id: NodeID,
-                            mode: AttributeSetMode = .createOrReplace) throws(VaultError) {
-        try writing { (store) throws(VaultError) in
+                            mode: AttributeSetMode = .createOrReplace, durable: Bool = true) throws(VaultError) {
+        try writing(durable: durable) { (store) throws(VaultError) in
             let record = try store.existingRecord(id)
             try store.putAttribute(property.storedName, value, on: record, mode: mode)
             _ = try store.attributesChanged(of: record, at: .now())
@@ -35,8 +36,8 @@ extension Vault {
     }
 
     /// Removes the property; fails with `.noSuchAttribute` when it is not set, as removexattr does.
-    public func removeProperty(_ property: ItemProperty, of id: NodeID) throws(VaultError) {
-        try writing { (store) throws(VaultError) in
+    public func removeProperty(_ property: ItemProperty, of id: NodeID, durable: Bool = true) throws(VaultError) {
+        try writing(durable: durable) { (store) throws(VaultError) in
             let record = try store.existingRecord(id)
             try store.deleteAttribute(property.storedName, of: record)
             _ = try store.attributesChanged(of: record, at: .now())

@@ -680,6 +680,19 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Gives space freed by removals back to the filesystem, when there is enough of it, and
+    /// with `trimmingLog` the log of recent commits (`VaultStorage.reclaimFreeSpace`); works
+    /// while locked, no key is needed.
+    public func reclaimFreeSpace(trimmingLog: Bool) throws(VaultError) {
+        var continuing = false
+        // The mutex is taken for one step at a time: requests are served between steps.
+        while try state.withLock({ (state) throws(VaultError) -> Bool in
+            try state.storage.reclaimFreeSpace(trimmingLog: trimmingLog, continuing: continuing)
+        }) {
+            continuing = true
+        }
+    }
+
     /// Whether a change committed with `durable: false` is not yet known to be durable.
     public var hasUnsyncedCommits: Bool { state.withLock { $0.unsynced } }
 

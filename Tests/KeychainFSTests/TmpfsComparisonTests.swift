@@ -135,6 +135,74 @@ import Testing
         #expect(try m.cli.cli(["verify"]).status == 0)
     }
 
+    /// Times and removed directories, as tmpfs keeps them: a write, ftruncate or fallocate
+    /// through a descriptor moves mtime and ctime at once (not at the close that stores it),
+    /// and an open directory removed or replaced answers fstat with no link and lists nothing.
+    static let timesScript = pythonOutcomeHelpers + #"""
+        import errno, os, sys, time
+        d = sys.argv[1]
+        # Times through a descriptor, at once: mtime and ctime both move to the same instant, seen by
+        # fstat on any descriptor and by stat by path. Times are first set far back (ctime to now), so
+        # each change is a step the comparison sees whatever the clock's grain.
+        OLD = 1_000_000_000
+        def after_clock_tick(ns):
+            # Until the clock filesystems stamp with (the coarse one) has passed `ns`.
+            while time.clock_gettime_ns(CLOCK_REALTIME_COARSE) <= ns: pass
+        CLOCK_REALTIME_COARSE = 5
+        def times_after(name, change):
+            fd = os.open(P(name), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, b'abc')
+            other = os.open(P(name), os.O_RDONLY)
+            os.utime(P(name), ns=(OLD, OLD))
+            before = os.stat(P(name))
+            after_clock_tick(before.st_ctime_ns)
+            change(fd)
+            mine, theirs, path = os.fstat(fd), os.fstat(other), os.stat(P(name))
+            p(name, 'mtime moved:', mine.st_mtime_ns > OLD, 'ctime moved:', mine.st_ctime_ns > before.st_ctime_ns,
+              'mtime == ctime:', mine.st_mtime_ns == mine.st_ctime_ns,
+              'other descriptor and path agree:', (theirs.st_mtime_ns, theirs.st_ctime_ns) == (mine.st_mtime_ns, mine.st_ctime_ns) == (path.st_mtime_ns, path.st_ctime_ns),
+              'size:', path.st_size)
+            os.close(other); os.close(fd)
+            after = os.stat(P(name))
+            p(name, 'close keeps them:', (after.st_mtime_ns, after.st_ctime_ns) == (mine.st_mtime_ns, mine.st_ctime_ns))
+        times_after('written', lambda fd: os.pwrite(fd, b'xyz', 1))
+        times_after('truncated', lambda fd: os.ftruncate(fd, 1))
+        times_after('grown', lambda fd: os.ftruncate(fd, 10))
+        times_after('allocated', lambda fd: os.posix_fallocate(fd, 0, 100))
+        def append(_fd):
+            a = os.open(P('appended'), os.O_WRONLY | os.O_APPEND)
+            os.write(a, b'more'); os.close(a)
+        times_after('appended', append)
+        # chmod after a write through a descriptor: the ctime is the chmod's, and stays after close.
+        fd = os.open(P('chmodded'), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b'abc'); os.utime(P('chmodded'), ns=(OLD, OLD))
+        os.write(fd, b'def'); written = os.fstat(fd)
+        after_clock_tick(written.st_ctime_ns); os.fchmod(fd, 0o640); chmodded = os.fstat(fd); os.close(fd)
+        closed = os.stat(P('chmodded'))
+        p('chmod after a write moves ctime past mtime:', chmodded.st_ctime_ns > written.st_mtime_ns, chmodded.st_mtime_ns == written.st_mtime_ns,
+          'and close keeps it:', closed.st_ctime_ns == chmodded.st_ctime_ns, closed.st_mtime_ns == written.st_mtime_ns)
+
+        # Open directories removed (rmdir) or replaced (rename over them).
+        os.mkdir(P('gone'), 0o700)
+        g = os.open(P('gone'), os.O_RDONLY | os.O_DIRECTORY)
+        os.rmdir(P('gone'))
+        p('fstat of a removed open directory:', attempt(lambda: os.fstat(g).st_nlink), 'listing:', attempt(os.listdir, g))
+        os.close(g)
+        os.mkdir(P('old'), 0o700); os.mkdir(P('new'), 0o700); open(P('old/inside'), 'w').close(); os.unlink(P('old/inside'))
+        o = os.open(P('old'), os.O_RDONLY | os.O_DIRECTORY)
+        os.rename(P('new'), P('old'))
+        p('fstat of a replaced open directory:', attempt(lambda: os.fstat(o).st_nlink), 'listing:', attempt(os.listdir, o),
+          'the new one:', os.stat(P('old')).st_nlink, os.listdir(P('old')))
+        os.close(o)
+        print('\n'.join(out))
+        """#
+
+    @Test func timesAndRemovedOpenDirectoriesBehaveAsOnTmpfs() throws {
+        let m = try MountFixture()
+        try expectSameOutputAsTmpfs(m, script: TmpfsComparisonTests.timesScript, atLeast: 13)
+        #expect(try m.cli.cli(["verify"]).status == 0)
+    }
+
     /// What tmpfs supports but a vault item, stored whole, has no use for.
     @Test func holePunchingIsNotSupported() throws {
         let m = try MountFixture()

@@ -13,6 +13,8 @@ parser.add_argument("--secret-service-only", action="store_true",
 parser.add_argument("--lookups", type=int, default=1000, help="calls per run in the Secret Service section")
 parser.add_argument("--no-postgres", action="store_true", help="leave out the vault in PostgreSQL")
 parser.add_argument("--changes", type=int, default=50, help="changes timed from one mount to the other in the PostgreSQL section")
+parser.add_argument("--mixed-ops", type=int, default=10000,
+                    help="operations per process in the mixed-work section (fsstress-like, 4 processes; 0 leaves it out)")
 args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -137,6 +139,7 @@ sized = {}  # items -> (populate, mount, RSS MiB, set, setxattr each, find, ls -
 scale = {}  # (workload, items in the vault) -> [µs per item]
 commit_us = {}  # "FULL"/"NORMAL" -> µs of one SQLite WAL commit with and without its fdatasync
 lookups = {}  # (call, system) -> [seconds of args.lookups calls]
+churn = {}  # system -> (bytes at the largest, bytes after rm -rf, largest WAL seen) for the mixed work
 unavailable = {}  # system -> why it could not be measured
 
 
@@ -148,7 +151,7 @@ def filesystem_workloads():
     # The three filesystems.
     tmpfs = os.path.join(work, "tmpfs")
     os.makedirs(tmpfs)
-    sh(["mount", "-t", "tmpfs", "-o", "size=512m,mode=0700", "tmpfs", tmpfs])
+    sh(["mount", "-t", "tmpfs", "-o", "size=1g,mode=0700", "tmpfs", tmpfs])
     mounted.append(tmpfs)
     gocryptfs_init("gcipher")
     gocrypt = os.path.join(work, "gocryptfs")
@@ -185,7 +188,75 @@ def filesystem_workloads():
         sh(["bash", "-c", create_echo % d])
         logging_cost.setdefault("off", []).append(timed("cat %s/* > /dev/null" % d))
         logging_cost.setdefault("on", []).append(results[("cat all", "keychainfs")][-1])
+    heavy_work([s for s in systems if s[0] != "keychainfs-pg"],
+               {"gocryptfs": os.path.join(work, "gcipher"), "keychainfs": os.path.join(work, "bench.vault")})
     return kfs
+
+
+MIXED = os.path.join(ROOT, "scripts", "lib", "mixed_ops.py")
+SETFATTR_FILES = 1000
+
+
+def bytes_on_disk(store):
+    """What a vault file and its WAL, or a cipher directory's files, take on disk (files removed
+    meanwhile left out)."""
+    def size(path):  # allocated, not apparent: gocryptfs keeps the mixed work's holes
+        try:
+            return os.stat(path).st_blocks * 512
+        except OSError:
+            return 0
+    if os.path.isdir(store):
+        return sum(size(os.path.join(top, f)) for top, _dirs, files in os.walk(store) for f in files)
+    return size(store) + size(store + "-wal")
+
+
+def heavy_work(systems, stores):
+    """setfattr on 1 000 files (one call), then mixed work in the manner of fsstress (xfstests'
+    fsstress is not packaged in Debian: scripts/lib/mixed_ops.py, 4 processes x --mixed-ops
+    operations with its default mix) and the rm -rf of what it left, once each (the mixed work
+    takes minutes): its time, and how much the vault (WAL included) or the cipher directory
+    holds at its largest and after the removal, sampled every 50 ms during both."""
+    for run in range(args.runs):
+        for name, root in systems:
+            d = os.path.join(root, "xattr%d" % run)
+            os.makedirs(d)
+            files = [os.path.join(d, "f%d" % i) for i in range(SETFATTR_FILES)]
+            for path in files:
+                with open(path, "w") as f:
+                    f.write("x")
+            record("setfattr -n user.service on %d files (one call)" % SETFATTR_FILES, name,
+                   timed(["setfattr", "-n", "user.service", "-v", "github", *files]))
+            sh(["rm", "-rf", d])
+    if args.mixed_ops <= 0:
+        return
+    import threading
+    for name, root in systems:
+        store = stores.get(name)
+        largest, wal = [0], [0]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(0.05):
+                largest[0] = max(largest[0], bytes_on_disk(store))
+                try:
+                    wal[0] = max(wal[0], os.path.getsize(store + "-wal"))
+                except OSError:
+                    pass
+        sampler = threading.Thread(target=sample) if store else None
+        if sampler:
+            sampler.start()
+        d = os.path.join(root, "mixed")
+        try:
+            record("mixed work, 4 processes x %d operations (fsstress-like)" % args.mixed_ops, name,
+                   timed(["python3", MIXED, d, "--procs", "4", "--ops", str(args.mixed_ops)]))
+            record("rm -rf of what the mixed work left", name, timed(["rm", "-rf", d]))
+            time.sleep(1)  # the space a vault gives back, it gives within its sync window
+        finally:
+            done.set()
+            if sampler:
+                sampler.join()
+        if store:
+            churn[name] = (largest[0], bytes_on_disk(store), wal[0])
 
 
 MOUNT_SAME_KDF = "mount, a 64 MiB KDF each (gocryptfs default, KeychainFS `interactive`)"
@@ -599,6 +670,13 @@ if two_mounts is not None:
 if commit_us:
     lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
               % (commit_us["FULL"], commit_us["NORMAL"])]
+if churn:
+    mib = lambda n: n / (1 << 20)
+    lines += ["", "Space on disk during and after the mixed work (scripts/lib/mixed_ops.py, an fsstress-like mix) and its `rm -rf`: "
+              + "; ".join("%s %.0f MiB at its largest, %.1f MiB after the removal%s" % (
+                  name, mib(big), mib(after), ", its WAL %.1f MiB at its largest" % mib(wal) if wal else "")
+                  for name, (big, after, wal) in sorted(churn.items()))
+              + ". A fresh KeychainFS vault takes about 0.05 MiB."]
 if logging_cost:
     on, off = statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])
     lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."
@@ -660,6 +738,10 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
         csv.write('"cat all log on",,,%f,,\n"cat all log off",,,%f,,\n' % (statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])))
+    if churn:
+        for name, (big, after, wal) in sorted(churn.items()):
+            csv.write('"mixed work %s largest bytes",,,%d,,\n"mixed work %s bytes after rm -rf",,,%d,,\n"mixed work %s largest WAL bytes",,,%d,,\n'
+                      % (name, big, name, after, name, wal))
     for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s) in sorted(sized.items()):
         csv.write('"items=%d find -type f",,,%f,,\n' % (size, walk_s))
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))

@@ -2,9 +2,9 @@ import Glibc
 import Synchronization
 import VaultCore
 
-/// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens) durable
-/// within a bounded window, as a journaling filesystem's commit interval does: they commit at
-/// once, atomically and visible to all, without their own sync (`durable: false`), so a crash
+/// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens, setxattr,
+/// removexattr) durable within a bounded window, as a journaling filesystem's commit interval
+/// does: they commit at once, atomically and visible to all, without their own sync (`durable: false`), so a crash
 /// of the daemon loses none (SQLite's WAL, PostgreSQL's commit), and a helper thread syncs them
 /// `window` after the first of a batch (`Vault.syncCarriedCommits`: one fdatasync of the WAL,
 /// or one synchronous commit on PostgreSQL), however many came meanwhile. A power loss may
@@ -71,11 +71,33 @@ final class CommitFlusher: Sendable {
                 // it, so it schedules the next.
                 scheduled.store(false, ordering: .releasing)
                 syncReportingFailure()
+                reclaimSpace()
             }
             stoppedThread.signal()
         }
         if !running { started.store(false, ordering: .releasing) }
         return running
+    }
+
+    /// When the WAL was last looked at for trimming (nanoseconds, CLOCK_MONOTONIC); only the
+    /// flusher's thread touches it.
+    private let lastLogTrim = Atomic<Int64>(0)
+    /// At most one trim of the WAL per this long: each is a checkpoint with a sync of the vault
+    /// file, and trimming whenever a sync found no new change made 91 of them in 7 s of `echo >`.
+    static let logTrimInterval: Int64 = 1_000_000_000
+
+    /// Namespace changes are what frees space (unlink, rmdir, a rename over an item), given back
+    /// after their sync; the WAL too once the work has paused (no change came during the sync),
+    /// at most once per `logTrimInterval`: a pause that comes sooner is looked at again when the
+    /// interval is up, by one more pass of this thread. A failure leaves the space for the next
+    /// writes and the next try.
+    private func reclaimSpace() {
+        let paused = !scheduled.load(ordering: .acquiring)
+        let now = FileSystem.monotonicNanoseconds()
+        let trimming = paused && now - lastLogTrim.load(ordering: .relaxed) >= CommitFlusher.logTrimInterval
+        if trimming { lastLogTrim.store(now, ordering: .relaxed) }
+        _ = try? vault.reclaimFreeSpace(trimmingLog: trimming)
+        if paused && !trimming { changed() }
     }
 
     /// Waits `duration` on the monotonic clock (poll's timeout), or until `stop` writes to

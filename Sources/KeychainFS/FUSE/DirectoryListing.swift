@@ -57,12 +57,18 @@ struct DirectoryListing {
     }
 }
 
-/// The open directory handles and their listings.
+/// The open directory handles, their listings, and the dictionaries they are open on: one
+/// removed (rmdir, or replaced by a rename) while open still answers fstat through them, with
+/// no link left, as on tmpfs, until its last handle closes.
 struct DirectoryHandles {
     private var listings: [UInt64: DirectoryListing] = [:]
+    private var dictionaries: [UInt64: Node] = [:]
+    /// Dictionaries removed while a handle was open on them, by inode.
+    private var removed: [UInt64: Node] = [:]
 
-    mutating func open(_ handle: UInt64) {
+    mutating func open(_ handle: UInt64, on dictionary: Node) {
         listings[handle] = DirectoryListing(entries: [], stamp: nil)
+        dictionaries[handle] = dictionary
     }
 
     func listing(_ handle: UInt64) -> DirectoryListing? { listings[handle] }
@@ -72,12 +78,30 @@ struct DirectoryHandles {
     /// Taken out while it changes, so it is changed in place rather than copied.
     mutating func take(_ handle: UInt64) -> DirectoryListing? { listings.removeValue(forKey: handle) }
 
-    mutating func close(_ handle: UInt64) { listings[handle] = nil }
+    mutating func close(_ handle: UInt64) {
+        listings[handle] = nil
+        guard let closed = dictionaries.removeValue(forKey: handle) else { return }
+        if !dictionaries.values.contains(where: { $0.id == closed.id }) { removed[UInt64(closed.id.rawValue)] = nil }
+    }
+
+    /// `id` was removed at `time`: if a handle is open on it, it is kept for their fstat.
+    mutating func noteRemoved(_ id: NodeID, at time: Timestamp) {
+        guard var node = dictionaries.values.first(where: { $0.id == id }) else { return }
+        node.attributes.changed = time
+        removed[UInt64(id.rawValue)] = node
+    }
+
+    /// The dictionary as it was when removed, while a handle is still open on it.
+    func removedDictionary(_ inode: UInt64) -> Node? { removed[inode] }
 
     /// A lock drops every name; the handles stay open.
     mutating func wipeNames() {
         listings = listings.mapValues { $0.wiped() }
     }
 
-    mutating func removeAll() { listings.removeAll() }
+    mutating func removeAll() {
+        listings.removeAll()
+        dictionaries.removeAll()
+        removed.removeAll()
+    }
 }

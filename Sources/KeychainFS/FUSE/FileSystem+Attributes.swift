@@ -15,7 +15,10 @@ extension FileSystem {
         if let item, !item.forgotten {
             attributes = item.node.attributes
             size = item.content.count
+            // A write, ftruncate or fallocate through any descriptor moves both at once, as on
+            // tmpfs, not when a close stores them.
             attributes.modified = item.modified
+            attributes.changed = item.lastChange
             linked = !item.unlinked
         }
         let permissions = mode_t(attributes.mode & 0o7777)
@@ -62,6 +65,11 @@ extension FileSystem {
         do throws(VaultError) {
             return pathStat(of: try vault.node(id), state)
         } catch .notFound {
+            if let removed = state.directories.removedDictionary(UInt64(id.rawValue)) {
+                var st = stat(of: removed)
+                st.st_nlink = 0
+                return st
+            }
             // Removed behind the mount's back (the command line): its open descriptors keep it.
             guard let item = file?.item ?? state.openItems.item(id) else { throw .notFound("node \(id)") }
             item.unlinked = true
@@ -145,10 +153,13 @@ extension FileSystem {
                         item.node.attributes.mode = node.attributes.mode
                         item.node.attributes.changed = node.attributes.changed
                         item.node.attributes.accessed = node.attributes.accessed
+                        // A later store must not set the change time back to an earlier write's.
+                        item.lastChange = node.attributes.changed
                         if let modified { item.modified = modified }
                     }
                 } catch .notFound where item != nil {
                     item!.unlinked = true
+                    item!.lastChange = .now()
                     if let mode { item!.node.attributes.mode = UInt32(mode) & 0o7777 }
                     if let modified { item!.modified = modified }
                     if let accessed { item!.node.attributes.accessed = accessed }

@@ -6,11 +6,12 @@ extension FileSystem {
     /// opendir: checks the dictionary; its entries are listed by the first readdir, which is
     /// also what a rewinddir before any read must see.
     func openDirectory(_ inode: UInt64, _ caller: RequestContext) throws(VaultError) -> UInt64 {
-        guard try vault.node(NodeID(Int64(inode))).kind == .dictionary else { throw .notADictionary("node \(inode)") }
+        let node = try vault.node(NodeID(Int64(inode)))
+        guard node.kind == .dictionary else { throw .notADictionary("node \(inode)") }
         return try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             let handle = state.newHandle()
-            state.directories.open(handle)
+            state.directories.open(handle, on: node)
             return handle
         }
     }

@@ -57,9 +57,13 @@ extension FileSystem {
             // The kernel's copy sits in the request buffer, which the session loop wipes.
             let secure = try SecureBuffer(copying: value)
             switch name {
-            case .attribute(let name): try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode)
-            case .property(let property): try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode)
+            // A metadata change like chmod: durable within the flusher's window, or at fsync.
+            case .attribute(let name):
+                try vault.setAttribute(name, to: secure, of: NodeID(Int64(inode)), mode: mode, durable: flusher == nil)
+            case .property(let property):
+                try vault.setProperty(property, to: secure, of: NodeID(Int64(inode)), mode: mode, durable: flusher == nil)
             }
+            flusher?.changed()
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }
@@ -68,15 +72,18 @@ extension FileSystem {
     private func refreshChangeTime(_ id: NodeID, _ state: borrowing State) throws(VaultError) {
         guard let item = state.openItems.item(id) else { return }
         item.node.attributes.changed = try vault.node(id).attributes.changed
+        // What stat shows of an open item, and what its next store keeps.
+        item.lastChange = item.node.attributes.changed
     }
 
     func removeExtendedAttribute(_ inode: UInt64, _ name: ExtendedAttributeName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
             switch name {
-            case .attribute(let name): try vault.removeAttribute(name, of: NodeID(Int64(inode)))
-            case .property(let property): try vault.removeProperty(property, of: NodeID(Int64(inode)))
+            case .attribute(let name): try vault.removeAttribute(name, of: NodeID(Int64(inode)), durable: flusher == nil)
+            case .property(let property): try vault.removeProperty(property, of: NodeID(Int64(inode)), durable: flusher == nil)
             }
+            flusher?.changed()
             try refreshChangeTime(NodeID(Int64(inode)), state)
         }
     }

@@ -47,9 +47,10 @@ extension FileSystem {
     func removeDirectory(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
-            try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary, durable: flusher == nil)
+            let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .dictionary, durable: flusher == nil)
             gate.namespaceChanged()
             flusher?.changed()
+            state.directories.noteRemoved(removed, at: .now())
         }
     }
 
@@ -71,7 +72,10 @@ extension FileSystem {
                                           replacing: !noReplace, durable: flusher == nil)
             gate.namespaceChanged()
             flusher?.changed()
-            if let replaced { state.openItems.item(replaced)?.unlinked = true }
+            if let replaced {
+                state.openItems.item(replaced)?.unlinked = true
+                state.directories.noteRemoved(replaced, at: .now())
+            }
         }
     }
 }

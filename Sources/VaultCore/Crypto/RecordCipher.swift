@@ -276,17 +276,21 @@ final class RecordCipher: Sendable {
     func openContent(_ sealed: [UInt8], _ place: RecordPlace, generation: UInt64, expectedCount: Int,
                      accessibility: AccessibilityClass) throws(VaultError) -> SecureBuffer? {
         let (key, purpose) = try content(accessibility)
-        guard let plain = try openPadded(sealed, key: key, associatedData: associatedData(purpose, place, binding: generation)),
+        guard let plain = try openPadded(sealed, key: key, associatedData: associatedData(purpose, place, binding: generation),
+                                         expectedCount: expectedCount),
               plain.count == expectedCount else { return nil }
         return plain
     }
 
-    /// Opens a box sealed by `sealPadded` into locked memory, without its padding.
-    private func openPadded(_ sealed: [UInt8], key: Subkey, associatedData ad: [UInt8]) throws(VaultError) -> SecureBuffer? {
+    /// Opens a box sealed by `sealPadded` into locked memory, without its padding. With
+    /// `expectedCount`, the padding is looked for from there on only (see `unpad`).
+    private func openPadded(_ sealed: [UInt8], key: Subkey, associatedData ad: [UInt8],
+                            expectedCount: Int? = nil) throws(VaultError) -> SecureBuffer? {
         guard let plainCount = AEAD.plaintextCount(ofSealed: sealed) else { return nil }
+        if let expectedCount, expectedCount >= plainCount { return nil }
         var plain = try SecureBuffer(capacity: plainCount)
         guard AEAD.open(sealed, key: key.bytes, associatedData: ad, into: &plain),
-              RecordCipher.unpad(&plain, block: plainCount) else { return nil }
+              RecordCipher.unpad(&plain, from: expectedCount ?? 0) else { return nil }
         return plain
     }
 
@@ -446,24 +450,35 @@ final class RecordCipher: Sendable {
         return out
     }
 
+    /// Pads the buffer to `block` bytes. sodium_pad works in constant time over its whole block,
+    /// which for a bucket of 1 or 2 MiB cost milliseconds a store (a third of the daemon's time
+    /// under mixed work); the padding after the content is the same padding as a block of its
+    /// own (0x80, then zeros to its end), so only that part is handed over. Its time then tells
+    /// the content's length, which any process that may time the mount may stat anyway.
     private static func pad(_ buffer: inout SecureBuffer, block: Int) -> Bool {
         var ok = false
         let unpadded = buffer.count
+        guard block > unpadded else { return false }
         buffer.withUnsafeMutableStorage { storage in
-            var padded = 0
-            ok = sodium_pad(&padded, storage.baseAddress!.assumingMemoryBound(to: UInt8.self), unpadded, block, storage.count) == 0
-            return ok ? padded : unpadded
+            var padding = 0
+            let tail = storage.baseAddress!.assumingMemoryBound(to: UInt8.self) + unpadded
+            ok = sodium_pad(&padding, tail, 0, block - unpadded, storage.count - unpadded) == 0
+            return ok ? unpadded + padding : unpadded
         }
         return ok
     }
 
-    private static func unpad(_ buffer: inout SecureBuffer, block: Int) -> Bool {
+    /// Removes the padding, looking for it from `start` on (the whole buffer is one block from
+    /// there; a content the attributes give the length of starts its padding there, see `pad`).
+    private static func unpad(_ buffer: inout SecureBuffer, from start: Int = 0) -> Bool {
         var ok = false
         let padded = buffer.count
+        guard start >= 0, start < padded else { return false }
         buffer.withUnsafeMutableStorage { storage in
             var unpadded = 0
-            ok = padded > 0 && sodium_unpad(&unpadded, storage.baseAddress!.assumingMemoryBound(to: UInt8.self), padded, block) == 0
-            return ok ? unpadded : 0
+            let tail = storage.baseAddress!.assumingMemoryBound(to: UInt8.self) + start
+            ok = sodium_unpad(&unpadded, tail, padded - start, padded - start) == 0
+            return ok ? start + unpadded : 0
         }
         return ok
     }

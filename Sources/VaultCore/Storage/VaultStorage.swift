@@ -47,6 +47,13 @@ protocol VaultStorage: AnyObject, Sendable {
     /// Only where `syncsAlongsideCommits`.
     func syncAlongsideCommits() throws(VaultError)
 
+    /// Gives space that removals freed back to the filesystem once it is a good part of the
+    /// storage (SQLite; a PostgreSQL server vacuums on its own); `trimmingLog`, with nothing
+    /// else to do, the log of recent commits too (SQLite's WAL). Changes no record; called off
+    /// the request path (`CommitFlusher`). One step at a time: true when the caller should call
+    /// again with `continuing` (which goes on whatever is left).
+    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool
+
     /// Runs `body` on one consistent snapshot. Inside a transaction (a `write`'s, say), `body`
     /// runs in it.
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R

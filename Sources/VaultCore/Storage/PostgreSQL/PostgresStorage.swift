@@ -172,6 +172,9 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
+    /// The server's autovacuum returns dead rows' space; nothing to do here.
+    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool { false }
+
     func changeListener() -> VaultChangeListener? {
         VaultChangeListener(location: location, ownOrigin: origin)
     }

@@ -36,12 +36,15 @@ final class SQLiteConnection: @unchecked Sendable {
         handle = db
         sqlite3_extended_result_codes(db, 1)
         // Wait out other processes' writes from the very first statement on.
-        sqlite3_busy_timeout(db, 30_000)
+        sqlite3_busy_timeout(db, SQLiteConnection.busyTimeout)
         // Keep the -wal and -shm files when the last connection closes: recreating them needs
         // free space, and a vault must stay readable (and writable in place) on a full disk.
         var persist: Int32 = 1
         sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
+
+    /// How long a statement waits out other processes' locks (milliseconds).
+    static let busyTimeout: Int32 = 30_000
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
@@ -191,6 +194,14 @@ final class SQLiteConnection: @unchecked Sendable {
         guard synced == SQLITE_OK else {
             throw SQLiteConnection.error(synced, "cannot sync the write-ahead log", path: path, systemErrno: errno)
         }
+    }
+
+    /// Runs `body` failing at once (SQLITE_BUSY) on another process's lock instead of waiting:
+    /// for work that may as well be done later.
+    func withoutWaiting<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, SQLiteConnection.busyTimeout) }
+        return try body()
     }
 
     /// A consistent snapshot for several reads.

@@ -32,6 +32,9 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try VaultFiles.createEmptyPrivateFile(path)
         do {
             let db = try SQLiteConnection(path: path, create: false)
+            // Only before the first table: pages freed by removals can then be given back
+            // (`reclaimFreeSpace`). Older vaults are converted when they first have some.
+            try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute("PRAGMA journal_mode = WAL")
             try db.execute(SQLiteSchema.connectionPragmas)
             let storage = SQLiteStorage(db: db, journalIsWAL: true)
@@ -116,6 +119,69 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     }
 
     var syncsAlongsideCommits: Bool { journalIsWAL }
+
+    /// Free pages below this many (256 KiB) are left for the next writes to reuse.
+    static let reclaimMinimumPages: Int64 = 64
+    /// Pages given back per transaction (8 MiB).
+    static let reclaimStepPages: Int64 = 2048
+    /// A WAL larger than this is truncated when the mount is idle (`trimmingLog`).
+    static let idleLogLimit = 256 << 10
+    /// Set once converting a vault made without auto_vacuum failed other than for another
+    /// process's lock (a full disk, say): not tried again by this connection, each try
+    /// rewriting the file.
+    private var conversionFailed = false
+
+    /// Once the free pages are 256 KiB and an eighth of the file, they go back to the
+    /// filesystem (`incremental_vacuum`, which moves pages from the end into the free ones and
+    /// truncates), so the file is never more than about 8/7 of what it holds; a smaller share
+    /// is left for writes to reuse, rather than shrink and grow the file under steady rewriting.
+    /// `reclaimStepPages` at a time, each step one transaction followed by a checkpoint, so the
+    /// WAL never holds more than a step (one step for the 2.6 GB left by mixed work took the
+    /// WAL to 86 MB). A vault made before auto_vacuum is converted the first time (a VACUUM,
+    /// which needs the vault's size again for a while, in SQLite's temporary file: a copy of
+    /// the live records' ciphertext, nothing removed or replaced). The WAL is
+    /// truncated at the end, so what was given back is not held there. With `trimmingLog` (the
+    /// mount is idle), a WAL of more than `idleLogLimit` is truncated as well:
+    /// `journal_size_limit` keeps up to 4 MiB of it between commits, the room a large item's
+    /// store needs on a full disk, which would otherwise outweigh a small vault for good.
+    /// Nobody waits: another process's lock leaves the work to the next call.
+    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool {
+        guard journalIsWAL else { return false }
+        let free = try db.integer("PRAGMA freelist_count")
+        let pages = try db.integer("PRAGMA page_count")
+        let due = free >= SQLiteStorage.reclaimMinimumPages && free * 8 >= pages
+        let incremental = try db.integer("PRAGMA auto_vacuum") == 2
+        return try db.withoutWaiting { () throws(VaultError) -> Bool in
+            guard continuing || due, incremental || !conversionFailed else {
+                var wal = stat()
+                if continuing || (trimmingLog && stat(path + "-wal", &wal) == 0 && wal.st_size > SQLiteStorage.idleLogLimit) {
+                    try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                }
+                return false
+            }
+            guard incremental else {
+                do throws(VaultError) {
+                    try db.execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM")
+                } catch .vaultInUse(let path) {
+                    throw .vaultInUse(path)
+                } catch {
+                    conversionFailed = true
+                    throw error
+                }
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return false
+            }
+            try db.writeTransaction(durable: false, counted: false) { () throws(VaultError) in
+                try db.execute("PRAGMA incremental_vacuum(\(SQLiteStorage.reclaimStepPages))")
+            }
+            guard free > SQLiteStorage.reclaimStepPages else {
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return false
+            }
+            try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            return true
+        }
+    }
 
     /// fdatasync of the WAL through a descriptor of our own: what a synchronous=FULL commit's
     /// sync does (SQLite's unix VFS syncs with fdatasync), on the same file, so it takes along
