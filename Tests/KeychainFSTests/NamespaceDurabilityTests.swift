@@ -218,7 +218,7 @@ func dirtyPageCount(_ path: String) -> Int? {
 
     @Test func syncIsAMountOption() throws {
         let translated = try MountHelperArguments.translate(["/v", "/m", "-o", "sync,passfile=/p"], subcommands: [])
-        #expect(translated == ["mount", "--vault", "/v", "--sync", "--passphrase-file", "/p", "/m"])
+        #expect(translated == ["mount", "--quiet", "--vault", "/v", "--sync", "--passphrase-file", "/p", "/m"])
         #expect(throws: MountHelperArguments.Refusal.self) {
             try MountHelperArguments.translate(["/v", "/m", "-o", "sync=1"], subcommands: [])
         }
