@@ -16,7 +16,16 @@ final class PostgresServer {
         var settings: [String] = []
     }
 
-    static let binaries = "/usr/lib/postgresql/15/bin"
+    /// The server's programs: Debian keeps each major version apart
+    /// (`/usr/lib/postgresql/MAJOR/bin`, initdb and postgres not on PATH); the newest installed.
+    static let binaries: String = {
+        let root = "/usr/lib/postgresql"
+        let majors = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        for major in majors.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(major)/bin/initdb") {
+            return "\(root)/\(major)/bin"
+        }
+        return root + "/bin"  // none: the first use says what is missing
+    }()
     let directory: String
     let socketDirectory: String
     /// Also the Unix socket's number (`.s.PGSQL.PORT`).

@@ -27,7 +27,11 @@ PW = os.path.join(work, "pw")
 open(PW, "w").write("benchmark passphrase\n")
 mounted = []
 daemons = []  # subprocess.Popen of every daemon the bench started and has not stopped yet
-POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
+# Debian keeps each major version's server programs apart; the newest installed.
+POSTGRES_BIN = max((os.path.join("/usr/lib/postgresql", d, "bin") for d in os.listdir("/usr/lib/postgresql")
+                    if d.isdigit() and os.access(os.path.join("/usr/lib/postgresql", d, "bin", "initdb"), os.X_OK)),
+                   key=lambda path: int(path.split("/")[-2]), default="/usr/lib/postgresql/bin") \
+    if os.path.isdir("/usr/lib/postgresql") else "/usr/lib/postgresql/bin"
 postgres_directories = []  # removed by cleanup, once the server is stopped
 
 
