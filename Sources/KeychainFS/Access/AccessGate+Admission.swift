@@ -40,10 +40,11 @@ extension AccessGate {
     /// `admit`, waiting for the user on the caller's own thread (one that serves a single
     /// client, such as a control socket connection's).
     func admitWaiting(_ checks: [AccessCheck], _ caller: RequestContext) -> VaultError? {
-        switch evaluate(checks, caller) {
-        case .allowed: return nil
+        let answer = PendingAnswer<VaultError?>()
+        switch admit(checks, caller, answered: { answer.fulfil($0) }) {
+        case .admitted: return nil
         case .refused(let error): return error
-        case .needsConfirmation(let pending): return decision(after: pending, checks, caller)
+        case .asking: return answer.wait()
         }
     }
 
@@ -65,16 +66,6 @@ extension AccessGate {
             log?.record(pid: caller.pid, access: LoggedAccess(check.access), decision: .denied(reason: denial.description),
                         node: pending[0].node)
             return .accessDenied(denial)
-        }
-    }
-
-    /// Asks about each pending access, then decides again. nil when admitted. Blocks.
-    private func decision(after pending: [PendingAccess], _ checks: [AccessCheck], _ caller: RequestContext) -> VaultError? {
-        if let denial = confirm(pending) { return .accessDenied(denial) }
-        switch evaluate(checks, caller) {
-        case .allowed: return nil
-        case .refused(let error): return error
-        case .needsConfirmation(let again): return confirm(again).map { .accessDenied($0) }
         }
     }
 }

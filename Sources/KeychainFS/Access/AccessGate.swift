@@ -19,9 +19,11 @@ final class AccessGate: Sendable {
     private let clearances = ProcessClearances()
     /// The rule set governing each node judged lately (nil: none), so that the reads and writes
     /// through a descriptor, each judged, need not walk the node's ancestors in the vault every
-    /// time. Forgotten whenever a node may have moved: at every commit the refresher sees (the
-    /// command line's included) and at every rename or removal through the mount.
-    private let governance = Mutex<[NodeID: RuleSet?]>([:])
+    /// time. Forgotten whenever a node may have moved or the rules changed: at every commit the
+    /// refresher sees (the command line's included) and at every rename or removal through the
+    /// mount. Each forgetting starts a new epoch, and a set found by a judgment that began in
+    /// an earlier epoch is not kept: it may come from the rules or the tree before the change.
+    private let governance = Mutex<(epoch: UInt64, sets: [NodeID: RuleSet?])>((0, [:]))
 
     private enum Rules {
         /// The policy, the stamp of the vault it was read at (nil: read before the stamp could
@@ -59,6 +61,8 @@ final class AccessGate: Sendable {
     /// The verdict on every check of one request: refused if any is, else confirmations for
     /// those that need one.
     func evaluate(_ checks: [AccessCheck], _ caller: RequestContext) -> Verdict {
+        // Before the rules are read: see `governance`.
+        let epoch = governance.withLock { $0.epoch }
         let policy: AccessPolicy
         switch state.withLock({ $0 }) {
         case .refused(let error): return .refused(error)
@@ -75,7 +79,7 @@ final class AccessGate: Sendable {
         do throws(VaultError) {
             for check in checks {
                 guard let node = try node(of: check.target) else { continue }
-                guard let set = try governingRuleSet(of: node, in: policy) else {
+                guard let set = try governingRuleSet(of: node, in: policy, epoch: epoch) else {
                     if check.isItemOpen { record(check, node: node, caller, .allowed) }
                     continue
                 }
@@ -101,19 +105,24 @@ final class AccessGate: Sendable {
         return pending.isEmpty ? .allowed : .needsConfirmation(pending)
     }
 
-    private func governingRuleSet(of node: NodeID, in policy: AccessPolicy) throws(VaultError) -> RuleSet? {
-        if let known = governance.withLock({ $0[node] }) { return known }
+    private func governingRuleSet(of node: NodeID, in policy: AccessPolicy, epoch: UInt64) throws(VaultError) -> RuleSet? {
+        if let known = governance.withLock({ $0.epoch == epoch ? $0.sets[node] : nil }) { return known }
         let set = try vault.governingRuleSet(of: node, in: policy)
         governance.withLock { known in
-            if known.count >= 4096 { known.removeAll() }
-            known[node] = .some(set)
+            guard known.epoch == epoch else { return }
+            if known.sets.count >= 4096 { known.sets.removeAll() }
+            known.sets[node] = .some(set)
         }
         return set
     }
 
-    /// A node moved or went (through the mount): what governs it and what is below it may differ.
+    /// A node moved or went, or the rules changed: what governs a node may differ. Called once
+    /// the change is made.
     func namespaceChanged() {
-        governance.withLock { $0.removeAll() }
+        governance.withLock { known in
+            known.epoch += 1
+            known.sets.removeAll()
+        }
     }
 
     private func record(_ check: AccessCheck, node: NodeID?, _ caller: RequestContext, _ decision: LoggedDecision) {
@@ -137,28 +146,10 @@ final class AccessGate: Sendable {
         }
     }
 
-    /// Asks the user about each pending access, in turn; blocks for as long as the
-    /// confirmation command takes. The denial of the first one refused, or nil when all are
-    /// allowed.
-    func confirm(_ pending: [PendingAccess]) -> AccessDenial? {
-        for access in pending {
-            let path: VaultPath
-            do throws(VaultError) {
-                path = try vault.path(of: access.node)
-            } catch {
-                return .confirmationUnavailable("the path could not be read (\(error))")
-            }
-            let answer = broker.answer(path: path, identity: access.identity, access: access.access, rule: access.rule)
-            DaemonLog.confirmationAnswered(answer, pid: access.identity.pid)
-            log?.record(pid: access.identity.pid, access: .confirmation, decision: .confirmed(answer.allows), node: access.node)
-            if case .deny(let denial) = answer.decision { return denial }
-        }
-        return nil
-    }
-
-    /// `confirm` without blocking: `completion` gets the first refusal or nil, on this thread
-    /// when every answer is known at once, else on the thread of the dialog that answered
-    /// last. A request waiting for a dialog so holds no thread (see `ConfirmationBroker`).
+    /// Asks the user about each pending access, in turn, without blocking: `completion` gets the
+    /// first refusal or nil, on this thread when every answer is known at once, else on the
+    /// thread of the dialog that answered last. A request waiting for a dialog so holds no
+    /// thread (see `ConfirmationBroker`).
     func confirm(_ pending: ArraySlice<PendingAccess>, then completion: @escaping @Sendable (AccessDenial?) -> Void) {
         guard let access = pending.first else { return completion(nil) }
         let path: VaultPath

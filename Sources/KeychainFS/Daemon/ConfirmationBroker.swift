@@ -10,8 +10,8 @@ import VaultCore
 /// dialog whatever their pid; at most `maximumDialogs` commands run at once, each on a thread
 /// of the broker's own; further dialogs wait in a queue of at most `maximumQueued`, each for
 /// at most the command's timeout, and are refused beyond either bound. A request waiting for
-/// a dialog holds no thread: it is a completion called with the answer (callers that need to
-/// block, the control socket's and the bus's threads, wait on `answer`). A refusal holds for
+/// a dialog holds no thread: it is a completion called with the answer (a caller that must
+/// block, a control socket connection's thread, waits in `AccessGate.admitWaiting`). A refusal holds for
 /// every process of the executable for `refusalDuration`: a program refused cannot ask again
 /// by starting itself again. The lock guards the tables alone and is never held while a
 /// command runs or a completion is called.
@@ -88,7 +88,7 @@ final class ConfirmationBroker: Sendable {
     /// The answer, blocking the calling thread until there is one (at most the time a queued
     /// dialog waits, plus the timeout, plus the time to kill a command that gave none).
     func answer(path: VaultPath, identity: ProcessIdentity, access: Access, rule: AccessRule) -> ConfirmationAnswer {
-        let pending = PendingConfirmation()
+        let pending = PendingAnswer<ConfirmationAnswer>()
         answer(path: path, identity: identity, access: access, rule: rule) { pending.fulfil($0) }
         return pending.wait()
     }

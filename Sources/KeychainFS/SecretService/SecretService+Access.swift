@@ -28,41 +28,33 @@ extension SecretService {
 
     /// Judges each group of checks (one group per object a call touches) and calls `then` on
     /// the loop thread with each group's outcome: nil where allowed, else the error. A group
-    /// that needs confirmation is asked by the gate on a thread of its own, so the bus keeps
-    /// serving while the user decides; `then` runs once every group is decided.
+    /// that needs confirmation is answered from the dialog's thread, so the bus keeps serving
+    /// while the user decides; `then` runs once every group is decided.
     func authorize(_ groups: [[AccessCheck]], for caller: RequestContext,
                    then: @escaping @Sendable ([VaultError?]) -> Void) {
         // One count per group, and one for this loop, so no answer is delivered before every
         // group was at least judged.
         let outcomes = Mutex<(decided: [VaultError?], waiting: Int)>((Array(repeating: nil, count: groups.count), groups.count + 1))
+        // Records a group's outcome (nil index: this loop is done); every outcome once all are in.
+        let settle: @Sendable (Int?, VaultError?) -> [VaultError?]? = { index, refusal in
+            outcomes.withLock { state in
+                if let index { state.decided[index] = refusal }
+                state.waiting -= 1
+                return state.waiting == 0 ? state.decided : nil
+            }
+        }
         for (index, checks) in groups.enumerated() {
             let admittance = gate.admit(checks, caller) { [bus] refusal in
-                let final: [VaultError?]? = outcomes.withLock { state in
-                    state.decided[index] = refusal
-                    state.waiting -= 1
-                    return state.waiting == 0 ? state.decided : nil
-                }
-                if let final { bus.post { then(final) } }
+                if let final = settle(index, refusal) { bus.post { then(final) } }
             }
             switch admittance {
-            case .asking:
-                continue
-            case .admitted, .refused:
-                var refusal: VaultError? = nil
-                if case .refused(let error) = admittance { refusal = error }
-                outcomes.withLock { state in
-                    state.decided[index] = refusal
-                    state.waiting -= 1
-                }
+            case .asking: continue
+            case .admitted: _ = settle(index, nil)
+            case .refused(let error): _ = settle(index, error)
             }
         }
-        // The groups answered at once are in; if none is still asked about, answer now (on the
-        // loop thread: this is it).
-        let final: [VaultError?]? = outcomes.withLock { state in
-            state.waiting -= 1
-            return state.waiting == 0 ? state.decided : nil
-        }
-        if let final { then(final) }
+        // Every group answered at once: answer now (on the loop thread, this one).
+        if let final = settle(nil, nil) { then(final) }
     }
 
     /// One object's checks: `body` runs on the loop thread if they pass, else the call gets

@@ -1,11 +1,13 @@
 import Glibc
 
-/// The one answer every request of a process for a rule waits for while its command runs. The
-/// waiters block on a condition variable of their own, so the broker's lock is free meanwhile.
-final class PendingConfirmation: @unchecked Sendable {  // `answer` is reached under `mutex` only
+/// One answer that threads wait for while it is worked out elsewhere (a confirmation's dialog,
+/// or a request judged after one). The waiters block on a condition variable of their own, so
+/// whatever lock the answering side takes is free meanwhile.
+final class PendingAnswer<Answer: Sendable>: @unchecked Sendable {  // `answer` is reached under `mutex` only
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var answer: ConfirmationAnswer?
+    private var answer: Answer?
+    private var answered = false
 
     init() {
         pthread_mutex_init(mutex, nil)
@@ -19,17 +21,18 @@ final class PendingConfirmation: @unchecked Sendable {  // `answer` is reached u
         mutex.deallocate()
     }
 
-    func wait() -> ConfirmationAnswer {
+    func wait() -> Answer {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        while answer == nil { pthread_cond_wait(condition, mutex) }
+        while !answered { pthread_cond_wait(condition, mutex) }
         return answer!
     }
 
-    func fulfil(_ answer: ConfirmationAnswer) {
+    func fulfil(_ answer: Answer) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         self.answer = answer
+        answered = true
         pthread_cond_broadcast(condition)
     }
 }
