@@ -61,10 +61,8 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
             guard let now = files.identity(of: path),
                   !Principal.rewritten(now, device: device, inode: inode, fingerprint: fingerprint) else { return nil }
             if let running = identity.executable { return running.file == now.identity ? .executable : nil }
-            guard identity.isAlive, let group = identity.status?.effectiveGroup else { return nil }
-            var info = stat()
-            guard stat(path, &info) == 0, FileIdentity(info) == now.identity, info.st_mode & S_ISGID != 0,
-                  info.st_gid == group, !WritableByUser.userGroups.contains(group) else { return nil }
+            guard identity.isAlive, let group = identity.status?.effectiveGroup, now.setgidGroup == group,
+                  !WritableByUser.userGroups.contains(group) else { return nil }
             return .setgidExecutable
         case .unit(let name):
             guard identity.unit == name, ProcessIdentity.trustsUnit(owner: identity.unitOwner, mountingUser: getuid()) else { return nil }
@@ -73,7 +71,7 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the file found is the one recorded, with other contents.
-    private static func rewritten(_ found: (identity: FileIdentity, fingerprint: FileFingerprint),
+    private static func rewritten(_ found: FileIdentityCache.Found,
                                   device: UInt64, inode: UInt64, fingerprint: FileFingerprint?) -> Bool {
         guard let fingerprint, found.identity == FileIdentity(device: device, inode: inode) else { return false }
         return found.fingerprint != fingerprint

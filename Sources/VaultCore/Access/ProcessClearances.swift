@@ -12,13 +12,13 @@ public final class ProcessClearances: Sendable {
     private struct Clearance: Sendable {
         let identity: ProcessIdentity
         let executable: FileIdentity
-        let until: UInt64
+        let until: ContinuousClock.Instant
     }
 
     private let cleared = Mutex<[pid_t: Clearance]>([:])
     /// Each clearance holds a pidfd and a /proc directory open: a bound on both.
     private static let capacity = 64
-    private static let lifetime: UInt64 = 1_000_000_000
+    private static let lifetime = Duration.seconds(1)
 
     public init() {}
 
@@ -27,14 +27,14 @@ public final class ProcessClearances: Sendable {
     func holds(for identity: ProcessIdentity) -> Bool {
         guard let executable = identity.executable?.file else { return false }
         let found = cleared.withLock { $0[identity.pid] }
-        guard let found, found.until > ProcessClearances.now(), found.executable == executable else { return false }
+        guard let found, found.until > .now, found.executable == executable else { return false }
         // The pid is the same process only while the one cleared lives: it cannot be reused before.
         return found.identity.isAlive
     }
 
     func record(_ identity: ProcessIdentity) {
         guard let executable = identity.executable?.file else { return }
-        let now = ProcessClearances.now()
+        let now = ContinuousClock.now
         cleared.withLock { cleared in
             if cleared.count >= ProcessClearances.capacity {
                 cleared = cleared.filter { $0.value.until > now }
@@ -42,11 +42,5 @@ public final class ProcessClearances: Sendable {
             }
             cleared[identity.pid] = Clearance(identity: identity, executable: executable, until: now + ProcessClearances.lifetime)
         }
-    }
-
-    private static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 }
