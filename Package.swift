@@ -21,16 +21,35 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux", "CPostgres"]),
+
+        // The daemon's layers, each a module: an import that points up a layer does not compile.
+        // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
+        .target(name: "Support", dependencies: ["VaultCore", "CSodium", "CLinux", "CSystemd"]),
+        // sd-bus: messages, calls and errors; knows nothing of secrets.
+        .target(name: "DBus", dependencies: ["Support", "CSystemd"]),
+        // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
+        .target(name: "Admission", dependencies: ["VaultCore", "Support", "CLinux"]),
+        // The FUSE low-level driver: POSIX calls onto the vault, through Admission.
+        .target(name: "FUSEDriver", dependencies: ["Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
+        // The freedesktop Secret Service: D-Bus calls onto the vault, through Admission.
+        .target(name: "Keyring", dependencies: ["DBus", "Admission", "VaultCore", "Support", "CCrypto", "CSodium"]),
+        // Lifecycle: mounting, the control socket, lock triggers, the service manager.
+        .target(name: "Daemon", dependencies: [
+            "FUSEDriver", "Keyring", "DBus", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSystemd", "CSodium",
+        ]),
+        // The command line: argument parsing and exit statuses, nothing more.
         .executableTarget(
             name: "KeychainFS",
             dependencies: [
-                "VaultCore", "CFuse", "CSodium", "CLinux", "CCrypto", "CSystemd",
+                "Daemon", "Keyring", "FUSEDriver", "Admission", "Support", "VaultCore", "CLinux", "CSodium",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
-        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "VaultCore", "CSQLite", "CLinux"]),
+        .testTarget(name: "KeychainFSTests", dependencies: [
+            "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore", "CSQLite", "CLinux",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

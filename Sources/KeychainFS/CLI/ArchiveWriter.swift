@@ -1,5 +1,6 @@
 import CSodium
 import Glibc
+import Support
 import VaultCore
 
 /// Writes an archive (see `ArchiveHeader`, `ArchiveRecord`) to a new file, one encrypted

@@ -1,4 +1,6 @@
+import Daemon
 import Glibc
+import Support
 
 /// The command `keychainfs exec` runs: spawned (posix_spawn, never fork() in a Swift
 /// process), waited for, with the signals sent to exec passed on to it.

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import VaultCore
 
 /// The files and directories under a directory on disk, for `import pass` and `import dir`:

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import VaultCore
 
 /// The secrets one `keychainfs exec` hands its command, all in one locked buffer: environment

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import VaultCore
 
 /// Decrypts a file with the user's own `gpg` (their keys, agent and pinentry), reading its

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Support
 import VaultCore
 
 struct ImportArchive: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Support
 import VaultCore
 
 /// What every `import` shares: the vault, `--replace`, and storing the entries in one transaction.

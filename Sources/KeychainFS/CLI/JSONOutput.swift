@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Support
 import VaultCore
 
 /// What `--json` prints, encoded by JSONEncoder with sorted keys. A value that is UTF-8 text is

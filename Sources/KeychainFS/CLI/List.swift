@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import Support
 import VaultCore
 
 struct List: ParsableCommand {

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Daemon
+import Support
 
 struct Lock: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Daemon
 import Glibc
+import Support
 import Synchronization
 import VaultCore
 

@@ -1,5 +1,8 @@
 import ArgumentParser
+import Daemon
+import FUSEDriver
 import Glibc
+import Support
 import VaultCore
 
 struct Mount: ParsableCommand {

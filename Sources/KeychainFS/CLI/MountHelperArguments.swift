@@ -1,3 +1,6 @@
+import Daemon
+import Support
+
 /// The command line mount(8) gives a FUSE filesystem: fuse3's mount.fuse3 runs
 /// `keychainfs VAULT MOUNTPOINT -o OPTIONS` (for `mount -t fuse.keychainfs` and fstab lines),
 /// which is turned here into the `keychainfs mount` command it means.

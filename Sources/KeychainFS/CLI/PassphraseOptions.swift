@@ -1,4 +1,5 @@
 import ArgumentParser
+import Support
 import VaultCore
 
 /// How to get the passphrase: a file, a command, or the terminal.

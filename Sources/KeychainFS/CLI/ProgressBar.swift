@@ -1,4 +1,5 @@
 import Glibc
+import Support
 
 /// A one-line progress bar with an estimate of the time left, on standard error, for long
 /// imports, exports and verifies: only when standard error is a terminal and there are more

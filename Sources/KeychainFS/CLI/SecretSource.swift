@@ -1,4 +1,6 @@
+import Daemon
 import Glibc
+import Support
 import VaultCore
 
 /// Where `keychainfs exec` reads secrets: the daemon of a running mount of the vault, over

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import VaultCore
 
 /// The directory of `exec --files` (`$KEYCHAINFS_SECRETS_DIR`): made 0700 with mkdtemp in

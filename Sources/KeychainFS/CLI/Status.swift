@@ -1,4 +1,6 @@
 import ArgumentParser
+import Daemon
+import Support
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(

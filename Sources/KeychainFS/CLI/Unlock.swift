@@ -1,4 +1,6 @@
 import ArgumentParser
+import Daemon
+import Support
 import VaultCore
 
 struct Unlock: ParsableCommand {

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Daemon
 import Glibc
+import Support
 
 struct Unmount: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,0 +1,137 @@
+import CLinux
+import FUSEDriver
+import Glibc
+import Support
+import VaultCore
+
+/// The control socket of a mount: `lock`, `unlock` (with a passphrase) and `status`, one
+/// request per connection, from the mounting user or root only (SO_PEERCRED).
+///
+/// Requests are a line: `lock`, `status`, or `unlock N` followed by N passphrase bytes; or
+/// `read N` / `list N` followed by an N-byte item path (`keychainfs exec`, see
+/// ControlServer+Secrets). Replies are a line: `ok ...` or `error STATUS MESSAGE`.
+final class ControlServer: Sendable {
+    let path: String
+    let fileSystem: FileSystem
+    private let mountpoint: String
+    private let vaultPath: String
+    private let idleLockSeconds: Int?
+    private let listener: Int32
+
+    init(fileSystem: FileSystem, mountpoint: String, vaultPath: String, idleLockSeconds: Int?) throws(CommandFailure) {
+        self.fileSystem = fileSystem
+        self.mountpoint = mountpoint
+        self.vaultPath = vaultPath
+        self.idleLockSeconds = idleLockSeconds
+        try RuntimeState.ensureDirectory()
+        path = RuntimeState.socketPath(for: mountpoint)
+        unlink(path)
+        listener = try ControlSocket.listen(at: path)
+        // On the listener, which connections inherit at connect(): a client may write before the
+        // daemon accepts, and the kernel records who wrote only if the receiver asks by then.
+        MessageSender.enable(on: listener)
+    }
+
+    func start() {
+        HelperThread.start { [self] in
+            while true {
+                let connection = accept(listener, nil, nil)
+                if connection < 0 {
+                    let failure = errno
+                    if failure == EINTR || failure == ECONNABORTED { continue }
+                    DaemonLog.controlSocketStopped(errno: failure)
+                    return
+                }
+                // One thread per request: a client that says nothing holds up no one else.
+                HelperThread.start { [self] in
+                    serve(connection)
+                    close(connection)
+                }
+            }
+        }
+    }
+
+    func stop() {
+        unlink(path)
+    }
+
+    private func serve(_ connection: Int32) {
+        var peer: uid_t = 0, peerPID: pid_t = 0, peerGroup: gid_t = 0
+        let peerKnown = clinux_peer_credentials(connection, &peerPID, &peer, &peerGroup) == 0
+        guard peerKnown, peer == getuid() || peer == 0 else {
+            refuse(connection, .peerNotAllowed(uid: peerKnown ? peer : nil), .failure, "permission denied: not the mounting user")
+            return
+        }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        MessageSender.enable(on: connection)
+        // The request line is short and parsed as bytes, then wiped: a passphrase sent by
+        // mistake in its place must not linger in a Swift string.
+        var (line, sender) = ControlSocket.readRequestLine(connection)
+        defer { wipe(&line) }
+        let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
+        switch words.first {
+        case "status":
+            do throws(CommandFailure) {
+                ControlSocket.send(connection, "ok " + (try MountStatus.json(status())))
+            } catch {
+                ControlSocket.sendError(connection, error.status, error.message)
+            }
+        case "lock":
+            fileSystem.lock()
+            ControlSocket.send(connection, "ok locked")
+        case "unlock":
+            guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
+                  (1...SecretInput.maximumPassphraseBytes).contains(count) else {
+                refuse(connection, .malformedUnlock, .usage, "malformed unlock request")
+                return
+            }
+            do throws(VaultError) {
+                guard try unlock(with: connection, passphraseBytes: count) else {
+                    refuse(connection, .shortPassphrase, .usage, "short passphrase")
+                    return
+                }
+                // Only now, with the passphrase wiped, may the client learn it worked.
+                ControlSocket.send(connection, "ok unlocked")
+            } catch {
+                ControlSocket.sendError(connection, ExitStatus.code(for: error), error.description)
+            }
+        case "read", "list":
+            guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
+                  (1...ControlServer.maximumPathBytes).contains(count) else {
+                refuse(connection, .malformedRead, .usage, "malformed \(words[0]) request")
+                return
+            }
+            // Judged as the process that wrote the request, not the one that connected: that
+            // one may have exec'd an admitted program and left its socket to another.
+            guard let sender, sender.uid == peer else {
+                refuse(connection, .unknownWriter, .failure, "permission denied: the request's writer cannot be told")
+                return
+            }
+            serveSecret(connection, listing: words[0] == "list", pathBytes: count, sender: sender)
+        default:
+            refuse(connection, .unknownRequest, .usage, "unknown request")
+        }
+    }
+
+    /// The client hears why; the log hears it too, since a refused client may be no one the
+    /// mounting user knows of.
+    func refuse(_ connection: Int32, _ refusal: DaemonLog.Refusal, _ status: ExitStatus, _ reply: String) {
+        DaemonLog.refusedControlRequest(refusal)
+        ControlSocket.sendError(connection, status, reply)
+    }
+
+    /// Reads the passphrase and unlocks; the passphrase's buffer is wiped when this returns.
+    private func unlock(with connection: Int32, passphraseBytes count: Int) throws(VaultError) -> Bool {
+        var passphrase = try SecureBuffer(capacity: count)
+        guard try SecretInput.read(connection, into: &passphrase, exactly: count) else { return false }
+        try fileSystem.unlock(passphrase: passphrase)
+        return true
+    }
+
+    func status() -> MountStatus {
+        MountStatus(mountpoint: mountpoint, vault: vaultPath, pid: getpid(), locked: fileSystem.isLocked,
+                    items: try? fileSystem.vault.itemCount(), idleLockSeconds: idleLockSeconds,
+                    idleSeconds: fileSystem.secondsSinceActivity)
+    }
+}

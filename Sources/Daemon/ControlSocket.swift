@@ -1,0 +1,126 @@
+import FUSEDriver
+import Glibc
+import Support
+
+/// Unix-socket plumbing shared by the server and the `lock`/`unlock`/`status` commands.
+enum ControlSocket {
+    private static func address(_ path: String) throws(CommandFailure) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw CommandFailure(message: "control socket path too long: \(path)", status: .failure)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        return address
+    }
+
+    static func listen(at path: String) throws(CommandFailure) -> Int32 {
+        var address = try address(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create the control socket", status: .failure) }
+        let previous = umask(0o177)  // the socket file is 0600 from the start
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        umask(previous)
+        guard bound == 0, Glibc.listen(fd, 8) == 0 else {
+            close(fd)
+            throw CommandFailure(message: "cannot listen on \(path): \(String(cString: strerror(errno)))", status: .failure)
+        }
+        return fd
+    }
+
+    static func connect(to path: String) throws(CommandFailure) -> Int32 {
+        var address = try address(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: .failure) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(String(cString: strerror(errno))))",
+                                 status: .mountFailure)
+        }
+        return fd
+    }
+
+    /// Never raises SIGPIPE: a client that went away must not take the daemon with it.
+    static func send(_ fd: Int32, _ line: String) {
+        var bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// The reply to a request that failed: `error STATUS MESSAGE`, read back by `request`.
+    static func sendError(_ fd: Int32, _ status: ExitStatus, _ message: String) {
+        send(fd, "error \(status.rawValue) " + message.replacingOccurrences(of: "\n", with: " "))
+    }
+
+    /// A request line: at most 32 bytes (the longest valid one is `unlock 4096`), within the
+    /// socket's receive timeout for each byte and 5 s in all.
+    /// The request line and who wrote it: every byte of it must come from one writer (nil
+    /// sender otherwise, or when the kernel named none).
+    static func readRequestLine(_ fd: Int32) -> (line: [UInt8], sender: MessageSender?) {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        var sender: MessageSender? = nil
+        var mixed = false
+        let deadline = FileSystem.monotonicSeconds() + 5
+        while bytes.count < 32 && FileSystem.monotonicSeconds() <= deadline {
+            let (n, from) = withUnsafeMutableBytes(of: &byte) { MessageSender.receive(fd, into: $0) }
+            if n <= 0 || byte == 0x0A { break }
+            if let first = sender {
+                if from.map({ !$0.isSameWriter(as: first) }) ?? true { mixed = true }
+            } else if bytes.isEmpty {
+                sender = from
+            }
+            bytes.append(byte)
+        }
+        byte = 0
+        return (bytes, mixed ? nil : sender)
+    }
+
+    static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while bytes.count < limit {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sends a request (and, for unlock, the passphrase bytes) and returns the `ok` payload.
+    static func request(_ mountpoint: String, _ line: String,
+                        then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
+        let fd = try connect(to: RuntimeState.socketPath(for: mountpoint))
+        defer { close(fd) }
+        // An unlock derives a key (seconds with the sensitive preset); nothing takes longer.
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        send(fd, line)
+        writeMore(fd)
+        let reply = readLine(fd)
+        if reply.hasPrefix("ok") { return String(reply.dropFirst(3)) }
+        throw failure(reply)
+    }
+
+    /// What a reply other than `ok ...` means for the command.
+    static func failure(_ reply: String) -> CommandFailure {
+        guard reply.hasPrefix("error ") else { return CommandFailure(message: "the daemon gave no answer", status: .failure) }
+        let rest = reply.dropFirst(6)
+        return CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),
+                              status: ExitStatus(reported: rest.prefix { $0 != " " }))
+    }
+}

@@ -1,0 +1,68 @@
+import FoundationEssentials
+import Glibc
+import Support
+
+/// What `keychainfs status` reports of a mount: the daemon's reply to `status`, and what
+/// `status --json` prints (one object, or an array of them for every mount).
+struct MountStatus: Codable, Equatable {
+    let mountpoint: String
+    let vault: String
+    let pid: pid_t
+    let locked: Bool
+    /// Nil while locked: counting needs the keys.
+    let items: Int?
+    let idleLockSeconds: Int?
+    let idleSeconds: Int64
+    /// Nil when locked or when there is no idle lock.
+    let locksInSeconds: Int64?
+
+    private enum CodingKeys: String, CodingKey {
+        case mountpoint, vault, pid, locked, items
+        case idleLockSeconds = "idle_lock_seconds"
+        case idleSeconds = "idle_seconds"
+        case locksInSeconds = "locks_in_seconds"
+    }
+
+    /// Absent values are written as null rather than left out, so every field is always there
+    /// for scripts to read.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mountpoint, forKey: .mountpoint)
+        try container.encode(vault, forKey: .vault)
+        try container.encode(pid, forKey: .pid)
+        try container.encode(locked, forKey: .locked)
+        try container.encode(items, forKey: .items)
+        try container.encode(idleLockSeconds, forKey: .idleLockSeconds)
+        try container.encode(idleSeconds, forKey: .idleSeconds)
+        try container.encode(locksInSeconds, forKey: .locksInSeconds)
+    }
+}
+
+extension MountStatus {
+    init(mountpoint: String, vault: String, pid: pid_t, locked: Bool, items: Int?, idleLockSeconds: Int?, idleSeconds: Int64) {
+        self.init(mountpoint: mountpoint, vault: vault, pid: pid, locked: locked, items: items,
+                  idleLockSeconds: idleLockSeconds, idleSeconds: idleSeconds,
+                  locksInSeconds: locked ? nil : idleLockSeconds.map { max(0, Int64($0) - idleSeconds) })
+    }
+
+    /// One line of JSON (the control protocol is line-based), keys in a stable order, paths
+    /// with their slashes as they are.
+    static func json(_ value: some Encodable) throws(CommandFailure) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch {
+            throw CommandFailure(message: "cannot encode the status: \(error)", status: .failure)
+        }
+    }
+
+    /// A daemon's reply to `status`.
+    init(reply: String) throws(CommandFailure) {
+        do {
+            self = try JSONDecoder().decode(MountStatus.self, from: Data(reply.utf8))
+        } catch {
+            throw CommandFailure(message: "the daemon's status reply cannot be read", status: .failure)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Admission
+import Glibc
+import Keyring
+import Support
+import VaultCore
+
+/// `keychainfs secret-service`: the Secret Service without a mount, in the foreground (as
+/// D-Bus activation and systemd run it). Claims the vault as a mount would, so the two never
+/// serve one vault from two processes; SIGTERM, SIGINT or SIGHUP end it, and the keys and the
+/// log's last entries are dealt with as at unmount.
+enum SecretServiceDaemon {
+    static func serve(_ request: MountRequest) throws(CommandFailure) {
+        // Before any thread exists, so that only the waiter below ever takes them.
+        var ending = sigset_t()
+        sigemptyset(&ending)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&ending, signal) }
+        pthread_sigmask(SIG_BLOCK, &ending, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        let shown = VaultLocation.displayName(vaultPath)
+        DaemonLog.open(mountpoint: "secret service of " + shown, foreground: true)
+        let creating = try MountRequest.createsVault(at: vaultPath)
+        let (vault, claim) = try MountDaemon.openClaimed(vaultPath, creating: creating, request: request, passphraseFD: nil)
+        defer {
+            vault.lock(keepingAfterFirstUnlock: false)
+            withExtendedLifetime(claim) {}
+        }
+        let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)
+        defer { accessLog?.stop() }
+        let gate = try MountDaemon.accessGate(vault, request: request, mountpoint: "", log: accessLog)
+        let host = try SecretServiceHost(vault: vault, locking: VaultLock(vault: vault, gate: gate), gate: gate,
+                                         unlockCommand: request.vault.secret.passphraseCommand, mountCache: nil,
+                                         replace: request.replaceSecretService)
+        gate.startRefreshing()
+        let waitedFor = ending
+        HelperThread.start {
+            var signals = waitedFor
+            var received: Int32 = 0
+            while sigwait(&signals, &received) != 0 {}
+            host.stop()
+        }
+        Terminal.printInfo((creating ? "created vault \(shown); " : "") + "serving org.freedesktop.secrets for \(shown)")
+        host.run()
+    }
+}

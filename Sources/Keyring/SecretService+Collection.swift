@@ -1,0 +1,90 @@
+import Admission
+import DBus
+import VaultCore
+
+/// org.freedesktop.Secret.Collection: a dictionary at the top of the vault.
+extension SecretService {
+    func collectionCall(_ call: BusCall, _ collection: NodeID, _ caller: RequestContext) throws(BusError) {
+        switch call.member {
+        case "Delete": try deleteCollection(call, collection, caller)
+        case "SearchItems": try searchItems(call, in: collection, caller)
+        case "CreateItem": try createItem(call, in: collection, caller)
+        default: throw .unknownMethod("no method \(call.member) on a collection")
+        }
+    }
+
+    /// Delete() → o prompt: the dictionary and every item in it, in one transaction, if the
+    /// rules let the caller remove each of them, as `rm -r` through the mount would need.
+    private func deleteCollection(_ call: BusCall, _ collection: NodeID, _ caller: RequestContext) throws(BusError) {
+        try expectSignature(call, "")
+        try requireUnlocked()
+        let (name, entries) = try vaultCall { () throws(VaultError) in (try vault.name(of: collection), try vault.entries(of: collection)) }
+        guard let name else { throw .noSuchObject(call.path) }
+        guard entries.allSatisfy({ $0.node.kind == .item }) else {
+            throw .failed("this collection holds dictionaries: remove them through the mount or with keychainfs rm -r")
+        }
+        let root = UInt64(NodeID.root.rawValue), parent = UInt64(collection.rawValue)
+        let checks: [AccessCheck] = [.list(parent), .write(root, name), .write(root), .write(parent)]
+            + entries.map { .write(parent, $0.name) }
+        authorize(call, checks, for: caller) { [self] () throws(BusError) in
+            do throws(VaultError) {
+                // By path, whose errors name it: they are replaced by the object's path.
+                try vault.remove(try vault.path(of: collection), recursive: true)
+                let table = try AliasTable.read(vault)
+                let kept = table.filter { $0.value != collection }
+                if kept.count != table.count { try AliasTable.write(kept, to: vault) }
+            } catch .notFound {
+                throw .noSuchObject(call.path)
+            } catch {
+                throw BusError(error).naming(call.path)
+            }
+            mountCache?.dropEntry(name, in: .root)
+            refreshModel()
+            call.reply { (writer) throws(BusError) in try writer.objectPath(SecretObject.none) }
+        }
+    }
+
+    /// CreateItem(a{sv} properties, (oayays) secret, b replace) → (o item, o prompt). With
+    /// replace, an item of the collection with exactly these attributes is replaced (content,
+    /// attributes, label and type in one transaction); else a new file is named from the label.
+    private func createItem(_ call: BusCall, in collection: NodeID, _ caller: RequestContext) throws(BusError) {
+        try expectSignature(call, "a{sv}(oayays)b")
+        var reader = call.arguments()
+        let properties = try ItemProperties.read(&reader, interface: SecretService.itemInterface)
+        let secret = try sessions.readSecret(&reader, caller: call.sender)
+        let replace = try reader.bool()
+        // The secret's own content type wins over a Type property.
+        if let type = secret.contentType.take() { properties.contentType = .some(type) }
+        try requireUnlocked()
+        try vaultCall { () throws(VaultError) in try vault.checkItemSize(secret.content.count) }
+        let attributes = properties.attributes ?? []
+        let existing: NodeID? = replace ? try vaultCall { () throws(VaultError) -> NodeID? in
+            // Only an item the caller may read is replaced: a refusal would tell it a match exists.
+            for candidate in try vault.findItems(attributes, in: collection)
+            where try vault.attributeNames(of: candidate).count == attributes.count
+                && mayFind([.read(UInt64(candidate.rawValue))], for: caller) {
+                return candidate
+            }
+            return nil
+        } : nil
+        let check: AccessCheck = existing.map { .write(UInt64($0.rawValue)) } ?? .write(UInt64(collection.rawValue))
+        authorize(call, [check], for: caller) { [self] () throws(BusError) in
+            let item = try vaultCall { () throws(VaultError) -> NodeID in
+                if let existing {
+                    defer { mountCache?.dropNode(existing) }
+                    return try vault.replaceItem(existing, content: secret.content, attributes: attributes,
+                                                 label: properties.label, contentType: properties.contentType).id
+                }
+                let name = try availableName(fromLabel: properties.label, in: collection)
+                defer { mountCache?.dropEntry(name, in: collection) }
+                return try vault.createItem(named: name, in: collection, content: secret.content, attributes: attributes,
+                                            label: properties.label, contentType: properties.contentType).id
+            }
+            refreshModel()
+            call.reply { (writer) throws(BusError) in
+                try writer.objectPath(SecretObject.item(collection: collection, item: item).path)
+                try writer.objectPath(SecretObject.none)
+            }
+        }
+    }
+}

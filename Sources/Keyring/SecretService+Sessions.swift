@@ -1,0 +1,55 @@
+import DBus
+import VaultCore
+
+/// OpenSession and org.freedesktop.Secret.Session.Close.
+extension SecretService {
+    /// OpenSession(s algorithm, v input) → (v output, o result).
+    func openSession(_ call: BusCall) throws(BusError) {
+        try expectSignature(call, "sv")
+        var reader = call.arguments()
+        let name = try reader.string()
+        guard let algorithm = TransportAlgorithm(name: name) else {
+            throw .notSupported("unsupported session algorithm; this service offers plain and dh-ietf1024-sha256_aes128-cbc-pkcs7")
+        }
+        switch algorithm {
+        case .plain:
+            // The input is an empty string; anything else is tolerated, as gnome-keyring does.
+            let session = try sessions.open(owner: call.sender, key: nil)
+            call.reply { (writer) throws(BusError) in
+                try writer.open("v", "s")
+                try writer.string("")
+                try writer.close()
+                try writer.objectPath(session.path)
+            }
+        case .dhIETF1024SHA256AES128CBCPKCS7:
+            try reader.enter("v", "ay")
+            let peer = try reader.bytes()
+            try reader.exit()
+            let ours: DHKeyAgreement
+            let key: TransportKey
+            do throws(TransportError) {
+                ours = try DHKeyAgreement()
+                key = try ours.sessionKey(peerPublicKey: peer)
+            } catch {
+                throw .invalidArgs(error.message)
+            }
+            let session = try sessions.open(owner: call.sender, key: key)
+            let publicKey = ours.publicKey
+            call.reply { (writer) throws(BusError) in
+                try writer.open("v", "ay")
+                try writer.bytes(publicKey)
+                try writer.close()
+                try writer.objectPath(session.path)
+            }
+        }
+    }
+
+    func sessionCall(_ call: BusCall, _ id: UInt64) throws(BusError) {
+        guard sessions.exists(id) else { throw .noSuchObject(call.path) }
+        guard call.member == "Close" else { throw .unknownMethod("no method \(call.member) on a session") }
+        try expectSignature(call, "")
+        guard sessions.owner(of: id) == call.sender else { throw .accessDenied("this session belongs to another client") }
+        sessions.close(id)
+        call.reply { _ in }
+    }
+}

@@ -1,0 +1,64 @@
+import Glibc
+
+/// Runs helper programs (fusermount3) and reports their status and standard error.
+package enum Subprocess {
+    package struct Outcome {
+        package let status: Int32
+        package let errorOutput: String
+    }
+
+    package static func run(_ executable: String, _ arguments: [String]) -> Outcome {
+        var errPipe: [Int32] = [0, 0]
+        guard pipe(&errPipe) == 0 else { return Outcome(status: -1, errorOutput: "cannot create a pipe") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        posix_spawn_file_actions_addclose(&actions, errPipe[0])
+        posix_spawn_file_actions_addclose(&actions, errPipe[1])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, executable, &actions, nil, argv, environ)
+        close(errPipe[1])
+        defer { close(errPipe[0]) }
+        guard rc == 0 else { return Outcome(status: -1, errorOutput: "cannot run \(executable): \(String(cString: strerror(rc)))") }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(errPipe[0], &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            output += chunk[..<n]
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return Outcome(status: exitStatus(status), errorOutput: String(decoding: output, as: UTF8.self))
+    }
+
+    /// A waitpid status as a shell reports it: the exit status, or 128 + the signal that ended it.
+    package static func exitStatus(_ waitStatus: Int32) -> Int32 {
+        (waitStatus & 0x7F) == 0 ? (waitStatus >> 8) & 0xFF : 128 + (waitStatus & 0x7F)
+    }
+
+    /// A child starts with no signal blocked and every handler at its default, whatever the
+    /// spawning thread blocks (helper threads, Swift Testing's dispatch threads) or handles.
+    package static func defaultSignals(_ attributes: inout posix_spawnattr_t, flags: Int32 = 0) {
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | flags))
+    }
+
+    /// Standard input, output and error of a spawned child on /dev/null: a daemon's children
+    /// must not hold its launcher's terminal or pipes.
+    package static func nullStandardStreams(_ actions: inout posix_spawn_file_actions_t) {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
+}
