@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-system", exact: "1.8.1"),
     ],
     targets: [
         // C shims: module maps and static inline wrappers of macros, nothing else.
@@ -20,11 +21,14 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux", "CPostgres"]),
+        // System calls as typed values: swift-system's descriptors and Errno, EINTR and short
+        // reads and writes handled once, files that appear whole or not at all.
+        .target(name: "SystemCalls", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
+        .target(name: "VaultCore", dependencies: ["SystemCalls", "CSodium", "CSQLite", "CLinux", "CPostgres"]),
 
         // The daemon's layers, each a module: an import that points up a layer does not compile.
         // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
-        .target(name: "Support", dependencies: ["VaultCore", "CSodium", "CLinux", "CSystemd"]),
+        .target(name: "Support", dependencies: ["SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
         // sd-bus: messages, calls and errors; knows nothing of secrets.
         .target(name: "DBus", dependencies: ["Support", "CSystemd"]),
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
@@ -46,6 +50,7 @@ let package = Package(
             ]
         ),
 
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
         .testTarget(name: "KeychainFSTests", dependencies: [
             "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore", "CSQLite", "CLinux",

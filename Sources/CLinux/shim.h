@@ -124,4 +124,9 @@ static inline int clinux_renameat2(int olddirfd, const char *oldpath, int newdir
                                    unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
 }
+/* mkostemp is declared only under _GNU_SOURCE; a temporary made without O_CLOEXEC would leak
+   into a program another thread starts before the flag could be set. */
+extern int mkostemp(char *template_, int flags);
+static inline int clinux_mkostemp(char *template_, int flags) { return mkostemp(template_, flags); }
+
 #endif

@@ -1,5 +1,7 @@
 import CSodium
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// This machine's host key: 32 random bytes in a file of its own, outside the vault, so a copy
 /// of the vault (and its passphrase) taken elsewhere cannot open this-device-only items.
@@ -28,45 +30,34 @@ public enum HostKey {
             randombytes_buf(out.baseAddress!, out.count)
             return out.count
         }
-        // O_EXCL: two first uses at once keep one key, the one that was written first.
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 {
-            let error = errno
-            if error == EEXIST, let existing = try read(path) { return existing }
-            throw failure(path, String(cString: strerror(error)))
-        }
-        let written = key.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes, synced else {
-            unlink(path)
-            throw failure(path, "cannot write it")
+        // Two first uses at once keep one key, the one linked first (NewFile never replaces).
+        do {
+            try key.withUnsafeBytes { (bytes) throws(Errno) in try NewFile.create(at: path, contents: bytes) }
+        } catch {
+            if error == .fileExists, let existing = try read(path) { return existing }
+            throw failure(path, "cannot write it: \(error)")
         }
         return key
     }
 
     /// The key at `path`, or nil when there is no file.
     private static func read(_ path: String) throws(VaultError) -> SecureBuffer? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw failure(path, String(cString: strerror(errno)))
+        let file: FileDescriptor
+        do {
+            file = try SystemCall.typed { try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow]) }
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw failure(path, error.description)
         }
-        defer { close(fd) }
+        defer { _ = try? file.close() }
         // One byte more than a key, to tell a longer file from a key.
         var key = try SecureBuffer(capacity: bytes + 1)
-        var total = 0
-        while total <= bytes {
-            var got = 0
-            key.withUnsafeMutableStorage { storage in
-                got = Glibc.read(fd, storage.baseAddress! + total, storage.count - total)
-                return total + max(got, 0)
-            }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { break }
-            total += got
+        do {
+            try key.withUnsafeMutableStorage { (storage) throws(Errno) in try file.readFully(into: storage) }
+        } catch {
+            throw failure(path, error.description)
         }
-        guard total == bytes else { throw failure(path, "it holds \(total > bytes ? "more" : "fewer") than \(bytes) bytes") }
+        guard key.count == bytes else { throw failure(path, "it holds \(key.count > bytes ? "more" : "fewer") than \(bytes) bytes") }
         return key
     }
 

@@ -1,5 +1,7 @@
 import CSodium
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// A member's public key (libsodium `crypto_box`, X25519): what a vault wraps its master key
 /// to, and what people pass around to be added to one.
@@ -168,20 +170,23 @@ public final class MemberKey: Sendable {
     }
 
     private static func read(_ path: String) throws(VaultError) -> [UInt8] {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw .storageFailure("member key \(path): no such file (make one with `keychainfs member init`)") }
-            throw failure(path, String(cString: strerror(errno)))
+        let file: FileDescriptor
+        do {
+            file = try SystemCall.typed { try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow]) }
+        } catch {
+            if error == .noSuchFileOrDirectory {
+                throw .storageFailure("member key \(path): no such file (make one with `keychainfs member init`)")
+            }
+            throw failure(path, error.description)
         }
-        defer { close(fd) }
+        defer { _ = try? file.close() }
         // One byte more than a key file, to tell a longer file from one.
         var buffer = [UInt8](repeating: 0, count: fileBytes + 1)
-        var total = 0
-        while total < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { break }
-            total += got
+        let total: Int
+        do {
+            total = try SystemCall.typed { try buffer.withUnsafeMutableBytes { try file.readFully(into: $0) } }
+        } catch {
+            throw failure(path, error.description)
         }
         return Array(buffer.prefix(total))
     }
@@ -191,20 +196,14 @@ public final class MemberKey: Sendable {
         for component in path.split(separator: "/", omittingEmptySubsequences: true).dropLast() {
             prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw failure(path, "cannot create \(prefix): \(String(cString: strerror(errno)))")
+                throw failure(path, "cannot create \(prefix): \(Errno.last)")
             }
         }
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            if errno == EEXIST { throw .vaultExists(path) }
-            throw failure(path, String(cString: strerror(errno)))
-        }
-        let written = file.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == file.count, synced else {
-            unlink(path)
-            throw failure(path, "cannot write it")
+        do {
+            try SystemCall.typed { try file.withUnsafeBytes { try NewFile.create(at: path, contents: $0) } }
+        } catch {
+            if error == .fileExists { throw .vaultExists(path) }
+            throw failure(path, "cannot write it: \(error)")
         }
     }
 
