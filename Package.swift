@@ -24,19 +24,21 @@ let package = Package(
         // System calls as typed values: swift-system's descriptors and Errno, EINTR and short
         // reads and writes handled once, files that appear whole or not at all.
         .target(name: "SystemCalls", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
-        .target(name: "VaultCore", dependencies: ["SystemCalls", "CSodium", "CSQLite", "CLinux", "CPostgres"]),
+        // Mutexes with their place in the one lock order, checked by debug builds.
+        .target(name: "Locking"),
+        .target(name: "VaultCore", dependencies: ["Locking", "SystemCalls", "CSodium", "CSQLite", "CLinux", "CPostgres"]),
 
         // The daemon's layers, each a module: an import that points up a layer does not compile.
         // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
-        .target(name: "Support", dependencies: ["SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
+        .target(name: "Support", dependencies: ["Locking", "SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
         // sd-bus: messages, calls and errors; knows nothing of secrets.
-        .target(name: "DBus", dependencies: ["Support", "CSystemd"]),
+        .target(name: "DBus", dependencies: ["Locking", "Support", "CSystemd"]),
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
-        .target(name: "Admission", dependencies: ["VaultCore", "Support", "CLinux"]),
+        .target(name: "Admission", dependencies: ["Locking", "VaultCore", "Support", "CLinux"]),
         // The FUSE low-level driver: POSIX calls onto the vault, through Admission.
-        .target(name: "FUSEDriver", dependencies: ["Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
+        .target(name: "FUSEDriver", dependencies: ["Locking", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
         // The freedesktop Secret Service: D-Bus calls onto the vault, through Admission.
-        .target(name: "Keyring", dependencies: ["DBus", "Admission", "VaultCore", "Support", "CCrypto", "CSodium"]),
+        .target(name: "Keyring", dependencies: ["Locking", "DBus", "Admission", "VaultCore", "Support", "CCrypto", "CSodium"]),
         // Lifecycle: mounting, the control socket, lock triggers, the service manager.
         .target(name: "Daemon", dependencies: [
             "FUSEDriver", "Keyring", "DBus", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSystemd", "CSodium",

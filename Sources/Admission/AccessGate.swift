@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Support
 import Synchronization
 import VaultCore
@@ -15,7 +16,7 @@ package final class AccessGate: Sendable {
     let broker: ConfirmationBroker
     /// The access log; nil when the mount keeps none (`--log-entries 0`).
     let log: AccessLogWriter?
-    private let state: Mutex<Rules>
+    private let state: OrderedMutex<Rules>
     /// Processes lately found free of loader variables and changeable code.
     private let clearances = ProcessClearances()
     /// The rule set governing each node judged lately (nil: none), so that the reads and writes
@@ -24,7 +25,7 @@ package final class AccessGate: Sendable {
     /// refresher sees (the command line's included) and at every rename or removal through the
     /// mount. Each forgetting starts a new epoch, and a set found by a judgment that began in
     /// an earlier epoch is not kept: it may come from the rules or the tree before the change.
-    private let governance = Mutex<(epoch: UInt64, sets: [NodeID: RuleSet?])>((0, [:]))
+    private let governance = OrderedMutex<(epoch: UInt64, sets: [NodeID: RuleSet?])>(.accessGateGovernance, (0, [:]))
 
     private enum Rules {
         /// The policy, the stamp of the vault it was read at (nil: read before the stamp could
@@ -56,7 +57,7 @@ package final class AccessGate: Sendable {
         self.log = log
         // No stamp: the first refresh reads the rules again, so a change committed between the
         // mount's read of the policy and now is not missed.
-        state = Mutex(.current(policy, nil, try? vault.rulesStamp()))
+        state = OrderedMutex(.accessGateRules, .current(policy, nil, try? vault.rulesStamp()))
     }
 
     /// The verdict on every check of one request: refused if any is, else confirmations for

@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Support
 import Synchronization
 import VaultCore
@@ -28,9 +29,9 @@ package final class AccessLogWriter: Sendable {
     private let vault: Vault
     private let sealer: AccessLogSealer
     private let labels = ProcessLabels()
-    private let pending = Mutex<[Pending]>([])
+    private let pending = OrderedMutex<[Pending]>(.accessLogPending, [])
     /// One flush at a time, so batches commit in the order their entries were recorded.
-    private let flushing = Mutex<Void>(())
+    private let flushing = OrderedMutex<Void>(.accessLogFlushing, ())
     private let wakeup = Semaphore()
     private let stopping = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)

@@ -1,5 +1,6 @@
 import CSodium
 import Glibc
+import Locking
 import Support
 import Synchronization
 import VaultCore
@@ -41,7 +42,7 @@ package final class ConfirmationBroker: Sendable {
     private let timeout: Duration
     private let rememberDuration: Duration
     private let refusalDuration: Duration
-    private let state = Mutex(State())
+    private let state = OrderedMutex(.confirmationBroker, State())
 
     /// A dialog shown or waiting to be: what the command is told, and who waits for it.
     private struct Dialog {

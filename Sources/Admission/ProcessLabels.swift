@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Synchronization
 import VaultCore
 
@@ -21,7 +22,7 @@ final class ProcessLabels: Sendable {
     /// Past this many pids, expired ones are dropped before another is added.
     private static let tidyAbove = 4096
 
-    private let cache = Mutex<[pid_t: Cached]>([:])
+    private let cache = OrderedMutex<[pid_t: Cached]>(.processLabels, [:])
     private let procReads = Atomic<Int>(0)
 
     /// How many times /proc was read (for tests).

@@ -1,5 +1,6 @@
 import CSystemd
 import Glibc
+import Locking
 import Support
 import Synchronization
 
@@ -27,7 +28,7 @@ package final class BusConnection: @unchecked Sendable {
     private let bus: OpaquePointer
     /// Wakes the loop's poll for posted work and stop().
     private let wakeDescriptor: Int32
-    private let shared = Mutex(Shared())
+    private let shared = OrderedMutex(.busShared, Shared())
     private var ownedNames: Set<String> = []
     private var nameLost = false
     /// Handlers stay alive here; sd-bus holds them unretained as userdata.

@@ -1,5 +1,6 @@
 import Admission
 import Glibc
+import Locking
 import Synchronization
 import VaultCore
 
@@ -33,9 +34,9 @@ package final class FileSystem: Sendable {
         }
     }
 
-    let state = Mutex(State())
+    let state = OrderedMutex(.fileSystem, State())
     /// Called once, when the kernel's INIT has been answered and requests are being served.
-    private let onStart: Mutex<(@Sendable () -> Void)?>
+    private let onStart: OrderedMutex<(@Sendable () -> Void)?>
     /// When the last request arrived (nanoseconds, CLOCK_MONOTONIC), for the idle lock: whole
     /// seconds would let it fire up to a second early (activity at 10.9 s, a check at 11.0 s).
     private let lastActivity = Atomic<Int64>(FileSystem.monotonicNanoseconds())
@@ -65,7 +66,7 @@ package final class FileSystem: Sendable {
         self.flusher = flusher
         groupCommit = GroupCommit(vault: vault)
         self.gate = gate
-        self.onStart = Mutex(onStart)
+        self.onStart = OrderedMutex(.fileSystemOnStart, onStart)
         ownerUID = getuid()
         ownerGID = getgid()
     }

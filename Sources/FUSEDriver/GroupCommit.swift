@@ -1,5 +1,6 @@
 import CFuse
 import Glibc
+import Locking
 import Support
 import Synchronization
 import VaultCore
@@ -18,7 +19,7 @@ final class GroupCommit: Sendable {
     }
 
     private let vault: Vault
-    private let waiting = Mutex<[Waiting]>([])
+    private let waiting = OrderedMutex<[Waiting]>(.groupCommit, [])
     /// Requests taken and not answered yet: the session is not destroyed under them.
     private let unanswered = Atomic<Int>(0)
     private let wakeup = Semaphore()

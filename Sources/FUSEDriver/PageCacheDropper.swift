@@ -1,12 +1,13 @@
 import CFuse
 import Glibc
+import Locking
 import Support
 import Synchronization
 
 /// Sends page-cache invalidations from a helper thread: the session loop must never wait on
 /// the kernel, which may need the loop to answer a request before it can drop a page.
 final class PageCacheDropper: Sendable {
-    private let pending = Mutex<[UInt64]>([])
+    private let pending = OrderedMutex<[UInt64]>(.pageCacheDropper, [])
     private let session = Atomic<UInt>(0)
     private let running = Atomic<Bool>(false)
     private let wake: (read: Int32, write: Int32)

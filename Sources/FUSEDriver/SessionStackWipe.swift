@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Support
 import Synchronization
 
@@ -16,11 +17,11 @@ final class SessionStackWipe: Sendable {
         var waiters = 0
     }
 
-    private let state = Mutex(State())
+    private let state = OrderedMutex(.sessionStackState, State())
     /// Read after every request: a load, so a busy thread pays nothing when no lock is pending.
     private let pending = Atomic<Bool>(false)
     private let wiped = Semaphore()
-    private let sessionThread = Mutex<pthread_t?>(nil)
+    private let sessionThread = OrderedMutex<pthread_t?>(.sessionStackThread, nil)
 
     func started() {
         sessionThread.withLock { $0 = pthread_self() }

@@ -1,4 +1,5 @@
 import Admission
+import Locking
 import Synchronization
 import VaultCore
 
@@ -18,7 +19,7 @@ package final class VaultLock: LockControl {
     private let vault: Vault
     private let gate: AccessGate
     /// Counts locks: a lock asked for while an unlock derives its keys wins, as on a mount.
-    private let locks = Mutex<UInt64>(0)
+    private let locks = OrderedMutex<UInt64>(.vaultLockCount, 0)
 
     package init(vault: Vault, gate: AccessGate) {
         self.vault = vault

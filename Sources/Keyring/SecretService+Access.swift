@@ -1,6 +1,7 @@
 import Admission
 import DBus
 import Glibc
+import Locking
 import Synchronization
 import VaultCore
 
@@ -36,7 +37,7 @@ extension SecretService {
                    then: @escaping @Sendable ([VaultError?]) -> Void) {
         // One count per group, and one for this loop, so no answer is delivered before every
         // group was at least judged.
-        let outcomes = Mutex<(decided: [VaultError?], waiting: Int)>((Array(repeating: nil, count: groups.count), groups.count + 1))
+        let outcomes = OrderedMutex<(decided: [VaultError?], waiting: Int)>(.secretServiceOutcomes, (Array(repeating: nil, count: groups.count), groups.count + 1))
         // Records a group's outcome (nil index: this loop is done); every outcome once all are in.
         let settle: @Sendable (Int?, VaultError?) -> [VaultError?]? = { index, refusal in
             outcomes.withLock { state in

@@ -1,6 +1,7 @@
 import Admission
 import DBus
 import Glibc
+import Locking
 import Synchronization
 import VaultCore
 
@@ -47,7 +48,7 @@ final class SecretService: @unchecked Sendable {
     var lastSeenLocked = false
     /// Prompts waiting for the running unlock command; when none is left (dismissed, or their
     /// clients gone), the command's answer is thrown away. Read by the command's thread.
-    let promptsWaitingForUnlock = Mutex<Set<UInt64>>([])
+    let promptsWaitingForUnlock = OrderedMutex<Set<UInt64>>(.secretServicePrompts, [])
 
     init(bus: BusConnection, vault: Vault, locking: any LockControl, gate: AccessGate, unlockCommand: String?,
          mountCache: (any MountCache)?) {

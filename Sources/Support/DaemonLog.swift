@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Synchronization
 import VaultCore
 
@@ -25,7 +26,7 @@ package enum DaemonLog {
         package var mountpoint: String?
     }
 
-    private static let state = Mutex(State())
+    private static let state = OrderedMutex(.daemonLog, State())
     /// openlog keeps this pointer for the life of the process.
     nonisolated(unsafe) private static let ident = strdup("keychainfs")
 

@@ -1,5 +1,6 @@
 import CSodium
 import Glibc
+import Locking
 import Synchronization
 
 /// An open vault: its storage (one SQLite connection) and, while unlocked, the keys. Safe to call from
@@ -8,9 +9,9 @@ import Synchronization
 public final class Vault: Sendable {
     public let path: String
     public let itemSizeLimit: Int
-    private let state: Mutex<State>
+    private let state: OrderedMutex<State>
     /// Held through a sync of carried commits (`syncCarriedCommits`), never inside `state`'s.
-    private let syncing = Mutex(())
+    private let syncing = OrderedMutex(.vaultSyncing, ())
 
     private struct State {
         let storage: any VaultStorage
@@ -82,7 +83,7 @@ public final class Vault: Sendable {
         seenLocation = SeenGenerations.location(of: path)
         storage.generationCipher = cipher.flatMap { $0.holdsEveryKey ? $0 : nil }
         let sealer = cipher.flatMap { try? AccessLogKeys(cipher: $0).sealer }
-        state = Mutex(State(storage: storage, cipher: cipher, slotID: slotID, verifiedHeaderMAC: headerMAC, logSealer: sealer))
+        state = OrderedMutex(.vault, State(storage: storage, cipher: cipher, slotID: slotID, verifiedHeaderMAC: headerMAC, logSealer: sealer))
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Synchronization
 
 /// Processes lately found free of the doubts that only an exec or a new mapping can raise (their
@@ -15,7 +16,7 @@ public final class ProcessClearances: Sendable {
         let until: ContinuousClock.Instant
     }
 
-    private let cleared = Mutex<[pid_t: Clearance]>([:])
+    private let cleared = OrderedMutex<[pid_t: Clearance]>(.processClearances, [:])
     /// Each clearance holds a pidfd and a /proc directory open: a bound on both.
     private static let capacity = 64
     private static let lifetime = Duration.seconds(1)

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Locking
 import Synchronization
 
 /// The process behind a request, as the kernel records it: its executable, its systemd unit
@@ -26,7 +27,7 @@ public final class ProcessIdentity: Sendable {
     public let pid: pid_t
     /// The pinned process; -1 when it was gone before it could be pinned.
     private let pidfd: Int32
-    private let state = Mutex(State())
+    private let state = OrderedMutex(.processIdentity, State())
 
     enum Field<Value: Sendable>: Sendable {
         case unread

@@ -1,4 +1,5 @@
 import CSodium
+import Locking
 import Synchronization
 
 /// Where a record belongs: its node id and the random value drawn when the node was created.
@@ -51,7 +52,7 @@ final class RecordCipher: Sendable {
     private let master: Subkey?
     /// The this-device-only content key, derived on first use (reading the host key, or making
     /// one); a vault without such items never touches the host key file.
-    private let thisDeviceOnlyKey = Mutex<Subkey?>(nil)
+    private let thisDeviceOnlyKey = OrderedMutex<Subkey?>(.thisDeviceOnlyKey, nil)
 
     init(vaultID: [UInt8], master: borrowing SecureBuffer) throws(VaultError) {
         self.vaultID = vaultID

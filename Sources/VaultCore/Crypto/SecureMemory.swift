@@ -1,4 +1,5 @@
 import CSodium
+import Locking
 import Synchronization
 
 /// Where SecureBuffer's bytes come from: `sodium_malloc` memory, locked and checked, wiped
@@ -14,7 +15,7 @@ enum SecureMemory {
     /// At most this many wiped slots wait for reuse (each keeps two pages locked).
     static let keptSlots = 16
 
-    private static let spareSlots = Mutex<[UInt]>([])
+    private static let spareSlots = OrderedMutex<[UInt]>(.secureMemorySlots, [])
 
     /// `size` zeroed bytes of locked memory.
     static func allocate(_ size: Int) throws(VaultError) -> UnsafeMutableRawPointer {
