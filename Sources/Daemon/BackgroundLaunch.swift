@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Support
 import VaultCore
@@ -6,63 +7,90 @@ import VaultCore
 /// re-execute ourselves as the daemon (gocryptfs does the same) in a new session, hand it the
 /// passphrase through a pipe, and return once it reports that the mount serves requests.
 enum BackgroundLaunch {
-    static func launch(_ request: MountRequest) throws(CommandFailure) {
+    /// The daemon's command line: `keychainfs mount --daemon MOUNTPOINT`, what `ps` shows; the
+    /// request itself comes on `requestFD`. Read before the command line is parsed, so no
+    /// option of the public command stands for it.
+    static let daemonFlag = "--daemon"
+    static let readyFD: Int32 = 3, passphraseFD: Int32 = 4, requestFD: Int32 = 5
+
+    /// Whether `arguments` (without the program's name) are the daemon's command line.
+    static func startsDaemon(_ arguments: [String]) -> Bool {
+        arguments.count == 3 && arguments[0] == "mount" && arguments[1] == daemonFlag
+    }
+
+    /// In the daemon: serves the request the launcher wrote, and never returns.
+    static func serveLaunchedRequest() -> Never {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(requestFD, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[..<n]
+        }
+        close(requestFD)
+        guard let request = try? JSONDecoder().decode(MountRequest.self, from: Data(bytes)) else {
+            Terminal.printError("keychainfs mount --daemon is started by keychainfs mount, with its request on descriptor \(requestFD)")
+            exit(ExitStatus.usage.rawValue)
+        }
+        MountDaemon.serve(request, passphraseFD: passphraseFD, readyFD: readyFD)
+    }
+
+    /// Starts the daemon and returns once it serves the mount. `passphrase` is asked after the
+    /// checks that need none (true: the vault is created, so it is asked twice).
+    static func launch(_ request: MountRequest,
+                       passphrase: (_ creating: Bool) throws(VaultError) -> SecureBuffer) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
-        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
-        let creating = try MountRequest.createsVault(at: vaultPath)
-        let passphrase: SecureBuffer
+        let creating = try MountRequest.createsVault(at: request.vault.location)
+        let secret: SecureBuffer
         do throws(VaultError) {
-            passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase for \(vaultPath): " : "Passphrase: ",
-                                                      confirm: creating)
+            secret = try passphrase(creating)
         } catch {
             throw CommandFailure(error)
         }
+        var sent = request
+        sent.mountpoint = mountpoint
+        // Checked on this side already: one JSON value, no argument to rebuild.
+        let encoded: [UInt8]
+        do {
+            encoded = Array(try JSONEncoder().encode(sent))
+        } catch {
+            throw CommandFailure(message: "cannot encode the mount request: \(error)", status: .failure)
+        }
 
-        let ready = try makePipe(), secret = try makePipe()
+        let ready = try makePipe(), secretPipe = try makePipe(), requestPipe = try makePipe()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         Subprocess.nullStandardStreams(&actions)
-        posix_spawn_file_actions_adddup2(&actions, ready.write, 3)
-        posix_spawn_file_actions_adddup2(&actions, secret.read, 4)
+        posix_spawn_file_actions_adddup2(&actions, ready.write, readyFD)
+        posix_spawn_file_actions_adddup2(&actions, secretPipe.read, passphraseFD)
+        posix_spawn_file_actions_adddup2(&actions, requestPipe.read, requestFD)
 
         // A PostgreSQL URI may carry a password, and a process's arguments are anyone's to read
-        // (/proc/PID/cmdline) for as long as the mount lasts; its environment is its owner's only.
-        let vaultByEnvironment = VaultLocation.isPostgreSQL(vaultPath)
-        var arguments = ["keychainfs", "mount", "--ready-fd", "3", "--passphrase-fd", "4"]
-            + (vaultByEnvironment ? [] : ["--vault", vaultPath]) + ["--kdf", request.kdf.rawValue]
-            + (request.idleLockSeconds.map { ["--idle-lock", "\($0)s"] } ?? [])
-            + (request.confirmCommand.map { ["--confirm-with", $0] } ?? [])
-            + ["--confirm-remember", "\(request.confirmRememberSeconds)s", "--confirm-timeout", "\(request.confirmTimeoutSeconds)"]
-            + ["--log-days", "\(request.accessLog.days)", "--log-entries", "\(request.accessLog.entries)"]
-            + (request.secretService ? ["--secret-service"] : []) + (request.replaceSecretService ? ["--replace"] : [])
-            + (request.lockOnScreenLock ? ["--lock-on-screen-lock"] : [])
-            + (request.vault.secret.passphraseCommand.map { ["--extpass", $0] } ?? [])
-            + (request.vault.resolvedMemberKeyPath.map { ["--member-key", MemberKeyOptions.absolute($0)] } ?? [])
-            + [mountpoint]
-        // Before the mountpoint, on a line of its own: one more term is too many for the type checker.
-        arguments.insert(contentsOf: request.kernelOptions.flatMap { ["--kernel-option", $0] }, at: arguments.count - 1)
-        if request.syncEveryChange { arguments.insert("--sync", at: arguments.count - 1) }
-        if request.vault.acceptRollback { arguments.insert("--accept-rollback", at: arguments.count - 1) }
-        if let window = request.syncWindowMilliseconds { arguments.insert(contentsOf: ["--sync-window-ms", "\(window)"], at: arguments.count - 1) }
-        arguments.insert(contentsOf: ["--busy-poll-us", "\(request.busyPollMicroseconds)"], at: arguments.count - 1)
-        arguments.insert(contentsOf: ["--remount-wait", "\(request.remountWaitSeconds)s"], at: arguments.count - 1)
+        // (/proc/PID/cmdline) for as long as the mount lasts: the vault is named in the request only.
+        let arguments = ["keychainfs", "mount", daemonFlag, mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let daemonEnvironment = vaultByEnvironment ? environment(vault: vaultPath) : []
-        defer { daemonEnvironment.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = vaultByEnvironment ? posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, daemonEnvironment + [nil])
-                                    : posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
         close(ready.write)
-        close(secret.read)
+        close(secretPipe.read)
+        close(requestPipe.read)
         guard rc == 0 else {
             close(ready.read)
-            close(secret.write)
+            close(secretPipe.write)
+            close(requestPipe.write)
             throw CommandFailure(message: "cannot start the keychainfs daemon: \(String(cString: strerror(rc)))", status: .failure)
         }
-        passphrase.withUnsafeBytes { _ = Terminal.writeAll(secret.write, $0) }
-        close(secret.write)
+        // Far below a pipe's buffer; a daemon that died early makes the write fail (SIGPIPE is
+        // ignored in the daemon only, so the launcher ignores it for this write too).
+        let previous = signal(SIGPIPE, SIG_IGN)
+        encoded.withUnsafeBytes { _ = Terminal.writeAll(requestPipe.write, $0) }
+        close(requestPipe.write)
+        secret.withUnsafeBytes { _ = Terminal.writeAll(secretPipe.write, $0) }
+        close(secretPipe.write)
+        signal(SIGPIPE, previous)
 
         let report = readLine(ready.read)
         close(ready.read)
@@ -78,18 +106,6 @@ enum BackgroundLaunch {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: .mountFailure)
-    }
-
-    /// This process's environment with KEYCHAINFS_VAULT naming `vault`.
-    private static func environment(vault: String) -> [UnsafeMutablePointer<CChar>?] {
-        let prefix = "KEYCHAINFS_VAULT="
-        var entries: [UnsafeMutablePointer<CChar>?] = [strdup(prefix + vault)]
-        var entry = environ
-        while let variable = entry.pointee {
-            if strncmp(variable, prefix, prefix.utf8.count) != 0 { entries.append(strdup(variable)) }
-            entry += 1
-        }
-        return entries
     }
 
     private static func makePipe() throws(CommandFailure) -> (read: Int32, write: Int32) {

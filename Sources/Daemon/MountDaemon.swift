@@ -9,7 +9,7 @@ import VaultCore
 /// out wipes every buffer and key, whatever ended the loop.
 enum MountDaemon {
     /// Tells whoever started us that the mount is up, or why it is not: the launcher through a
-    /// pipe (`--ready-fd`), or the terminal in foreground mode.
+    /// pipe (`BackgroundLaunch.readyFD`), or the terminal in foreground mode.
     struct ReadyChannel: Sendable {
         let fd: Int32?
         /// In the foreground: nothing on the terminal on success (`--quiet`).
@@ -76,7 +76,7 @@ enum MountDaemon {
     private static func serve(_ request: MountRequest, passphraseFD: Int32?, channel: ReadyChannel) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
         DaemonLog.open(mountpoint: mountpoint, foreground: channel.fd == nil)
-        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        let vaultPath = Mountpoint.absolute(request.vault.location)
         // Every path is absolute now; do not keep the launch directory's filesystem busy.
         _ = chdir("/")
         let creating = try MountRequest.createsVault(at: vaultPath)
@@ -109,7 +109,7 @@ enum MountDaemon {
         // Before the mount: a taken name or a missing bus fails the mount with one line.
         let secretService = request.secretService
             ? try SecretServiceHost(vault: vault, locking: fileSystem, gate: gate,
-                                    unlockCommand: request.vault.secret.passphraseCommand, mountCache: fileSystem,
+                                    unlockCommand: request.vault.passphraseCommand, mountCache: fileSystem,
                                     replace: request.replaceSecretService)
             : nil
         var served = false
@@ -193,14 +193,15 @@ enum MountDaemon {
                 passphrase = try SecretInput.passphrase(file: "/proc/self/fd/\(passphraseFD)", command: nil, prompt: "", confirm: false)
                 close(passphraseFD)
             } else {
-                passphrase = try request.vault.passphrase(prompt: creating ? "New passphrase: " : "Passphrase: ", confirm: creating)
+                passphrase = try SecretInput.passphrase(file: request.vault.passphraseFile, command: request.vault.passphraseCommand,
+                                                        prompt: creating ? "New passphrase: " : "Passphrase: ", confirm: creating)
             }
-            if creating && request.vault.resolvedMemberKeyPath != nil {
+            if creating && request.vault.memberKeyPath != nil {
                 throw .invalidArgument("\(path): no vault here; a member key opens an existing vault (`keychainfs init` makes one)")
             }
             let vault = if creating {
                 try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
-            } else if let memberKeyPath = request.vault.resolvedMemberKeyPath {
+            } else if let memberKeyPath = request.vault.memberKeyPath {
                 // Unlocks after a lock take this key's passphrase as well (see `Vault.unlock`).
                 try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase,
                                acceptingRollback: request.vault.acceptRollback)

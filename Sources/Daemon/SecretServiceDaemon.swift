@@ -17,7 +17,7 @@ enum SecretServiceDaemon {
         pthread_sigmask(SIG_BLOCK, &ending, nil)
         signal(SIGPIPE, SIG_IGN)
 
-        let vaultPath = Mountpoint.absolute(request.vault.resolvedVaultPath)
+        let vaultPath = Mountpoint.absolute(request.vault.location)
         let shown = VaultLocation.displayName(vaultPath)
         DaemonLog.open(mountpoint: "secret service of " + shown, foreground: true)
         let creating = try MountRequest.createsVault(at: vaultPath)
@@ -30,7 +30,7 @@ enum SecretServiceDaemon {
         defer { accessLog?.stop() }
         let gate = try MountDaemon.accessGate(vault, request: request, mountpoint: "", log: accessLog)
         let host = try SecretServiceHost(vault: vault, locking: VaultLock(vault: vault, gate: gate), gate: gate,
-                                         unlockCommand: request.vault.secret.passphraseCommand, mountCache: nil,
+                                         unlockCommand: request.vault.passphraseCommand, mountCache: nil,
                                          replace: request.replaceSecretService)
         gate.startRefreshing()
         let waitedFor = ending

@@ -28,6 +28,7 @@ struct KeychainFSCommand: ParsableCommand {
         ProcessHardening.apply()
         refuseArgumentsThatAreNotUTF8()
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if BackgroundLaunch.startsDaemon(arguments) { BackgroundLaunch.serveLaunchedRequest() }
         do throws(MountHelperArguments.Refusal) {
             let names = Set(configuration.subcommands.map { $0._commandName } + ["help"])
             if let translated = try MountHelperArguments.translate(arguments, subcommands: names) { arguments = translated }

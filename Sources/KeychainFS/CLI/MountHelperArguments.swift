@@ -9,9 +9,6 @@ enum MountHelperArguments {
         let message: String
     }
 
-    /// Flags the kernel enforces on the mount itself; passed on (`--kernel-option`).
-    static let kernelOptions: Set<String> = ["ro", "noexec"]
-
     /// What mount(8) and mount.fuse3 add on their own, and the defaults this mount always has:
     /// rw, exec, noatime (nothing stores access times); never setuid programs or devices
     /// (libfuse's nosuid,nodev stay, whatever dev or suid says); the fstab-only words
@@ -40,52 +37,30 @@ enum MountHelperArguments {
         }
         // mount(8) helpers say nothing on success; errors stay one line on stderr.
         var mount = ["mount", "--quiet", "--vault", arguments[0]]
+        let table = MountOption.all
         for option in options {
             let (name, value) = split(option)
-            switch name {
-            case "passfile":
-                mount += ["--passphrase-file", try required(value, of: name)]
-            case "idle_lock":
-                let duration = try required(value, of: name)
-                guard LockTriggers.parseDuration(duration) != nil else {
-                    throw Refusal(message: "mount option idle_lock takes a duration such as 30s, 15m or 1h, not '\(duration)'")
+            if let entry = table.first(where: { $0.word == name }) {
+                mount.append("--" + entry.name)
+                if case .none = entry.value {
+                    guard value == nil else { throw Refusal(message: "mount option \(name) takes no value") }
+                    continue
                 }
-                mount += ["--idle-lock", duration]
-            case "remount_wait":
-                let duration = try required(value, of: name)
-                guard Mount.seconds(duration) != nil else {
-                    throw Refusal(message: "mount option remount_wait takes 0 or a duration such as 10s or 1m, not '\(duration)'")
+                let text = try required(value, of: name)
+                // Checked here, to name the word mount(8) was given rather than the option it became.
+                var scratch = MountRequest(vault: .init(location: ""), mountpoint: "")
+                do throws(MountOption.Refusal) {
+                    try entry.apply(&scratch, text)
+                } catch {
+                    throw Refusal(message: "mount option \(name) \(error.takes), not '\(Terminal.printable(text))'")
                 }
-                mount += ["--remount-wait", duration]
-            case "log_days", "log_entries":
-                let count = try required(value, of: name)
-                guard let number = Int(count), number >= 0 else {
-                    throw Refusal(message: "mount option \(name) takes a number, 0 or more, not '\(count)'")
-                }
-                mount += [name == "log_days" ? "--log-days" : "--log-entries", String(number)]
-            case "busy_poll_us":
-                let count = try required(value, of: name)
-                guard let number = Int(count), (0...1_000_000).contains(number) else {
-                    throw Refusal(message: "mount option busy_poll_us takes a number from 0 to 1000000, not '\(count)'")
-                }
-                mount += ["--busy-poll-us", String(number)]
-            case "sync":
-                // mount(8)'s own word for it; async, the default, is ignored below.
-                guard value == nil else { throw Refusal(message: "mount option sync takes no value") }
-                mount.append("--sync")
-            case "secret_service":
-                guard value == nil else { throw Refusal(message: "mount option secret_service takes no value") }
-                mount.append("--secret-service")
-            case "accept_rollback":
-                guard value == nil else { throw Refusal(message: "mount option accept_rollback takes no value") }
-                mount.append("--accept-rollback")
-            case _ where value == nil && kernelOptions.contains(name):
-                mount += ["--kernel-option", name]
-            case _ where value == nil && ignored.contains(name):
+                mount.append(text)
+            } else if value == nil, let entry = table.first(where: { if case .repeated(let choices) = $0.value { choices.contains(name) } else { false } }) {
+                // A word that is the value itself: `-o ro` is `--kernel-option ro`.
+                mount += ["--" + entry.name, name]
+            } else if value == nil && ignored.contains(name) || name.hasPrefix("x-") || name == "comment" {
                 continue
-            case _ where name.hasPrefix("x-") || name == "comment":
-                continue
-            default:
+            } else {
                 throw Refusal(message: "unknown mount option '\(Terminal.printable(String(option)))'")
             }
         }

@@ -31,10 +31,11 @@ struct SecretServiceCommand: ParsableCommand {
     var logEntries = AccessLogBounds.defaultEntries
 
     func run() throws {
-        let request = MountRequest(vault: vault, mountpoint: "", kdf: .moderate, idleLockSeconds: nil,
-                                   confirmCommand: confirmWith,
-                                   accessLog: AccessLogBounds(days: logDays, entries: logEntries),
-                                   replaceSecretService: replace)
+        var request = MountRequest(vault: vault.source, mountpoint: "")
+        request.confirmCommand = confirmWith
+        request.logDays = logDays
+        request.logEntries = logEntries
+        request.replaceSecretService = replace
         try reportingFailures { () throws(CommandFailure) in try SecretServiceDaemon.serve(request) }
     }
 }

@@ -62,3 +62,14 @@ struct VaultOptions: ParsableArguments {
         return try Vault.open(at: path, passphrase: passphrase, acceptingRollback: acceptRollback)
     }
 }
+
+extension VaultOptions {
+    /// The vault as a mount's request names it: every path from the root, for a daemon that
+    /// leaves the launch directory.
+    var source: MountRequest.VaultSource {
+        MountRequest.VaultSource(location: Mountpoint.absolute(resolvedVaultPath),
+                                 passphraseFile: secret.passphraseFile.map { $0 == "-" ? $0 : MemberKeyOptions.absolute($0) },
+                                 passphraseCommand: secret.passphraseCommand,
+                                 memberKeyPath: resolvedMemberKeyPath.map(MemberKeyOptions.absolute), acceptRollback: acceptRollback)
+    }
+}
