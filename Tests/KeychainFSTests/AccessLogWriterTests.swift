@@ -1,5 +1,6 @@
+@testable import Admission
 import Foundation
-@testable import KeychainFS
+@testable import Support
 import Testing
 import VaultCore
 

@@ -1,6 +1,6 @@
 import Foundation
-@testable import KeychainFS
 import Glibc
+@testable import KeychainFS
 import Testing
 
 /// Access rules through real mounts: who reads, who is refused, with what errno, and how fast a

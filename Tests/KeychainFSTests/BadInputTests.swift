@@ -1,6 +1,6 @@
 import Foundation
-@testable import KeychainFS
 import Glibc
+@testable import Support
 import Testing
 import VaultCore
 

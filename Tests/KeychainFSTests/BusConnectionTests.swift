@@ -1,6 +1,6 @@
+@testable import DBus
 import Foundation
 import Glibc
-@testable import KeychainFS
 import Synchronization
 import Testing
 import VaultCore

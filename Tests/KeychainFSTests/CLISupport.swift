@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import KeychainFS
+@testable import Support
 import Testing
 
 /// Where the build put `keychainfs` (and generate-manual) beside this test bundle, or the

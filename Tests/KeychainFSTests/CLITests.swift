@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-@testable import KeychainFS
+@testable import Support
 import Testing
 
 @Suite struct CLITests {

@@ -1,6 +1,7 @@
+@testable import Admission
+@testable import Daemon
 import Foundation
 import Glibc
-@testable import KeychainFS
 import Synchronization
 import Testing
 import VaultCore

@@ -1,7 +1,6 @@
-import Foundation
 import CLinux
+import Foundation
 import Glibc
-@testable import KeychainFS
 import Testing
 
 /// Extended attributes through the mount: the `user.` namespace is the vault's sealed item

@@ -1,8 +1,7 @@
-@testable import KeychainFS
-@testable import VaultCore
 import CSQLite
 import Foundation
 import Testing
+@testable import VaultCore
 
 /// Tests/Fixtures: vaults of format versions 1 and 4 made by the last commits before versions 2 and 5.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

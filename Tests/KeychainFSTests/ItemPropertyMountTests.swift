@@ -1,7 +1,6 @@
-import Foundation
 import CLinux
+import Foundation
 import Glibc
-@testable import KeychainFS
 import Testing
 
 /// A node's label and content type through the mount: the extended attributes

@@ -1,6 +1,6 @@
 import Foundation
-@testable import KeychainFS
 import Glibc
+@testable import KeychainFS
 import Testing
 
 /// `mount -t fuse.keychainfs` and fstab lines, through fuse3's mount.fuse3 as a system runs them.

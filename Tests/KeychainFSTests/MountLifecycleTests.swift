@@ -1,6 +1,5 @@
 import CSQLite
 import Foundation
-@testable import KeychainFS
 import Glibc
 import Testing
 

@@ -1,7 +1,7 @@
 import CLinux
 import Foundation
-@testable import KeychainFS
 import Glibc
+@testable import KeychainFS
 import Testing
 
 /// Pages of the file at `path` that the kernel holds dirty (written, not yet on the disk): the

@@ -1,5 +1,4 @@
 import Foundation
-@testable import KeychainFS
 import Testing
 
 /// TLS to a server on another machine: libpq verifies the certificate and the host name.

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import KeychainFS
+@testable import Support
 
 /// A dbus-daemon of a test's own, with a configuration that owns nothing else: no service
 /// activation (so no gnome-keyring starts behind a test's back) but from `serviceDirectory`

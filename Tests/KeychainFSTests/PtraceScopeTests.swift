@@ -1,6 +1,7 @@
+@testable import Daemon
 import Foundation
 import Glibc
-@testable import KeychainFS
+@testable import Support
 import Testing
 
 @Suite struct PtraceScopeTests {

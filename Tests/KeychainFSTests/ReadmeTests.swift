@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import KeychainFS
+@testable import Support
 import Testing
 
 /// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.

@@ -1,3 +1,5 @@
+@testable import DBus
+@testable import Daemon
 import Foundation
 import Glibc
 @testable import KeychainFS

@@ -1,6 +1,7 @@
 import Foundation
-@testable import KeychainFS
 import Glibc
+@testable import KeychainFS
+@testable import Keyring
 import Testing
 
 /// The Secret Service through real clients on a private bus, each item then checked through

@@ -1,6 +1,5 @@
 import CLinux
 import Foundation
-@testable import KeychainFS
 import Glibc
 import Testing
 

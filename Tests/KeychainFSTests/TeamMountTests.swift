@@ -1,6 +1,5 @@
-import Foundation
 import CLinux
-@testable import KeychainFS
+import Foundation
 import Glibc
 import Synchronization
 import Testing

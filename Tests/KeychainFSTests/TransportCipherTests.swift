@@ -1,5 +1,5 @@
 import Foundation
-@testable import KeychainFS
+@testable import Keyring
 import Testing
 import VaultCore
 
