@@ -215,7 +215,7 @@ package final class AccessGate: Sendable {
 
     /// Refreshes every quarter second, so a rule changed by the command line applies to the
     /// running mount within a second.
-    func startRefreshing() {
+    package func startRefreshing() {
         HelperThread.start { [self] in
             while true {
                 usleep(250_000)

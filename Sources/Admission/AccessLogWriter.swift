@@ -161,7 +161,7 @@ package final class AccessLogWriter: Sendable {
     }
 
     /// Flushes and ends the flush thread (unmount; tests).
-    func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if started.load(ordering: .acquiring) {
             wakeup.signal()

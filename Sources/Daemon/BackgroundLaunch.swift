@@ -6,7 +6,7 @@ import VaultCore
 /// Going to the background without fork(): the Swift runtime may already run threads, so we
 /// re-execute ourselves as the daemon (gocryptfs does the same) in a new session, hand it the
 /// passphrase through a pipe, and return once it reports that the mount serves requests.
-enum BackgroundLaunch {
+package enum BackgroundLaunch {
     /// The daemon's command line: `keychainfs mount --daemon MOUNTPOINT`, what `ps` shows; the
     /// request itself comes on `requestFD`. Read before the command line is parsed, so no
     /// option of the public command stands for it.
@@ -14,12 +14,12 @@ enum BackgroundLaunch {
     static let readyFD: Int32 = 3, passphraseFD: Int32 = 4, requestFD: Int32 = 5
 
     /// Whether `arguments` (without the program's name) are the daemon's command line.
-    static func startsDaemon(_ arguments: [String]) -> Bool {
+    package static func startsDaemon(_ arguments: [String]) -> Bool {
         arguments.count == 3 && arguments[0] == "mount" && arguments[1] == daemonFlag
     }
 
     /// In the daemon: serves the request the launcher wrote, and never returns.
-    static func serveLaunchedRequest() -> Never {
+    package static func serveLaunchedRequest() -> Never {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -38,7 +38,7 @@ enum BackgroundLaunch {
 
     /// Starts the daemon and returns once it serves the mount. `passphrase` is asked after the
     /// checks that need none (true: the vault is created, so it is asked twice).
-    static func launch(_ request: MountRequest,
+    package static func launch(_ request: MountRequest,
                        passphrase: (_ creating: Bool) throws(VaultError) -> SecureBuffer) throws(CommandFailure) {
         let mountpoint = try Mountpoint.check(request.mountpoint)
         let creating = try MountRequest.createsVault(at: request.vault.location)

@@ -3,7 +3,7 @@ import Glibc
 import Support
 
 /// Unix-socket plumbing shared by the server and the `lock`/`unlock`/`status` commands.
-enum ControlSocket {
+package enum ControlSocket {
     private static func address(_ path: String) throws(CommandFailure) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -33,7 +33,7 @@ enum ControlSocket {
         return fd
     }
 
-    static func connect(to path: String) throws(CommandFailure) -> Int32 {
+    package static func connect(to path: String) throws(CommandFailure) -> Int32 {
         var address = try address(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: .failure) }
@@ -49,7 +49,7 @@ enum ControlSocket {
     }
 
     /// Never raises SIGPIPE: a client that went away must not take the daemon with it.
-    static func send(_ fd: Int32, _ line: String) {
+    package static func send(_ fd: Int32, _ line: String) {
         var bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
@@ -89,7 +89,7 @@ enum ControlSocket {
         return (bytes, mixed ? nil : sender)
     }
 
-    static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
+    package static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while bytes.count < limit {
@@ -102,7 +102,7 @@ enum ControlSocket {
     }
 
     /// Sends a request (and, for unlock, the passphrase bytes) and returns the `ok` payload.
-    static func request(_ mountpoint: String, _ line: String,
+    package static func request(_ mountpoint: String, _ line: String,
                         then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
         let fd = try connect(to: RuntimeState.socketPath(for: mountpoint))
         defer { close(fd) }
@@ -117,7 +117,7 @@ enum ControlSocket {
     }
 
     /// What a reply other than `ok ...` means for the command.
-    static func failure(_ reply: String) -> CommandFailure {
+    package static func failure(_ reply: String) -> CommandFailure {
         guard reply.hasPrefix("error ") else { return CommandFailure(message: "the daemon gave no answer", status: .failure) }
         let rest = reply.dropFirst(6)
         return CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()),

@@ -3,7 +3,7 @@ import Glibc
 import Support
 
 /// What locks a mount besides the control socket: SIGUSR1, and a period without requests.
-enum LockTriggers {
+package enum LockTriggers {
     /// Blocks SIGUSR1 in the calling thread; call it before any other thread starts.
     static func blockSIGUSR1() {
         var usr1 = sigset_t()
@@ -58,7 +58,7 @@ enum LockTriggers {
     }
 
     /// "30s", "15m", "1h", "1h30m", or plain seconds.
-    static func parseDuration(_ text: String) -> Int? {
+    package static func parseDuration(_ text: String) -> Int? {
         if let seconds = Int(text), seconds > 0 { return seconds }
         var total = 0
         var number = ""

@@ -7,7 +7,7 @@ import VaultCore
 
 /// The serving process: opens (or creates) the vault, claims it, mounts, serves, and on the way
 /// out wipes every buffer and key, whatever ended the loop.
-enum MountDaemon {
+package enum MountDaemon {
     /// Tells whoever started us that the mount is up, or why it is not: the launcher through a
     /// pipe (`BackgroundLaunch.readyFD`), or the terminal in foreground mode.
     struct ReadyChannel: Sendable {
@@ -28,7 +28,7 @@ enum MountDaemon {
         }
     }
 
-    static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
+    package static func serve(_ request: MountRequest, passphraseFD: Int32?, readyFD: Int32?) -> Never {
         let channel = ReadyChannel(fd: readyFD, quiet: request.quiet)
         // Before any other thread exists, so that every thread inherits it blocked and only
         // the lock trigger's sigwait ever takes it.

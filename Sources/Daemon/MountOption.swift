@@ -3,9 +3,9 @@
 /// it, its help, and where its value goes in the `MountRequest`. The command's options
 /// (CLI/MountOptionArguments), their checks, the `-o` translation and the daemon's request all
 /// come from it.
-struct MountOption {
+package struct MountOption {
     /// What follows the option on the command line.
-    enum Value {
+    package enum Value {
         /// Nothing: a flag.
         case none
         /// Any text the check accepts.
@@ -21,42 +21,42 @@ struct MountOption {
     }
 
     /// A value the option does not take: what it takes, to be said after the option's name.
-    struct Refusal: Error, Equatable {
-        let takes: String
+    package struct Refusal: Error, Equatable {
+        package let takes: String
     }
 
     /// The long name, `--name` on the command line.
-    let name: String
-    var short: Character? = nil
+    package let name: String
+    package var short: Character? = nil
     /// The word after mount(8)'s `-o` (`word` or `word=VALUE`); nil: none.
-    var word: String? = nil
-    let value: Value
+    package var word: String? = nil
+    package let value: Value
     /// Shown by `--help`, the man page and the completions; a private option is a test's knob
     /// or what mount(8) alone passes, accepted and never shown.
-    var isPublic = true
+    package var isPublic = true
     /// Declared by the vault options every command shares (`--passphrase-file`, ...), not here;
     /// the table still gives its `-o` word and where it goes.
-    var sharedWithEveryCommand = false
+    package var sharedWithEveryCommand = false
     /// The value the command line shows as its default; the request's own default is the same.
-    var shownDefault: String? = nil
-    let help: String
+    package var shownDefault: String? = nil
+    package let help: String
     /// Puts a checked value in the request: "" for a flag, the text otherwise.
-    let apply: (inout MountRequest, String) throws(Refusal) -> Void
+    package let apply: (inout MountRequest, String) throws(Refusal) -> Void
 }
 
 extension MountOption {
-    static func flag(_ name: String, short: Character? = nil, word: String? = nil, help: String,
+    package static func flag(_ name: String, short: Character? = nil, word: String? = nil, help: String,
                      _ field: WritableKeyPath<MountRequest, Bool>) -> MountOption {
         MountOption(name: name, short: short, word: word, value: .none, help: help) { request, _ in request[keyPath: field] = true }
     }
 
     /// A duration in seconds; the option's 0 (when it takes one) is 0 seconds.
-    static func seconds(_ text: String, zero: Bool) -> Int? {
+    package static func seconds(_ text: String, zero: Bool) -> Int? {
         zero && (text == "0" || text == "0s") ? 0 : LockTriggers.parseDuration(text)
     }
 
     /// The number a `.number` option's text means, or why not.
-    static func number(_ text: String, in range: ClosedRange<Int>) throws(Refusal) -> Int {
+    package static func number(_ text: String, in range: ClosedRange<Int>) throws(Refusal) -> Int {
         guard let number = Int(text), range.contains(number) else {
             throw Refusal(takes: range.upperBound == .max ? "takes a number, \(range.lowerBound == 0 ? "0 or more" : "above \(range.lowerBound - 1)")"
                                                           : "takes a number from \(range.lowerBound) to \(range.upperBound)")
@@ -64,7 +64,7 @@ extension MountOption {
         return number
     }
 
-    static func duration(_ text: String, zero: Bool, examples: String) throws(Refusal) -> Int {
+    package static func duration(_ text: String, zero: Bool, examples: String) throws(Refusal) -> Int {
         guard let seconds = seconds(text, zero: zero) else {
             throw Refusal(takes: zero ? "takes 0 or a duration such as \(examples)" : "takes a duration such as \(examples)")
         }

@@ -1,8 +1,9 @@
+import FUSEDriver
 import VaultCore
 
 /// Every option of a mount, in the order `--help` lists them.
 extension MountOption {
-    static var all: [MountOption] {
+    package static var all: [MountOption] {
         [
             .flag("foreground", short: "f", help: "Stay in the foreground (for systemd).", \.foreground),
             MountOption(name: "kdf", value: .kdf, shownDefault: KDFPreset.moderate.rawValue,
@@ -83,7 +84,7 @@ extension MountOption {
     }
 
     /// What no one option can say alone: why the options of `request` do not go together.
-    static func conflict(in request: MountRequest) -> String? {
+    package static func conflict(in request: MountRequest) -> String? {
         request.replaceSecretService && !request.secretService ? "--replace goes with --secret-service" : nil
     }
 }

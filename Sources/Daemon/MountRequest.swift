@@ -5,60 +5,74 @@ import VaultCore
 /// What a mount needs, gathered from the command line or mount(8)'s `-o` words through
 /// `MountOption.all`, and handed to the background daemon whole, as JSON on a pipe (never its
 /// arguments, which every local user may read). Never a secret: the passphrase has its own pipe.
-struct MountRequest: Codable, Equatable, Sendable {
+package struct MountRequest: Codable, Equatable, Sendable {
     /// Which vault, and how to open it.
-    struct VaultSource: Codable, Equatable, Sendable {
+    package struct VaultSource: Codable, Equatable, Sendable {
         /// A file's path or a PostgreSQL URI (whose password stays off every command line).
-        var location: String
+        package var location: String
         /// Where the passphrase is read in the foreground; in the background the launcher reads it.
-        var passphraseFile: String? = nil
+        package var passphraseFile: String? = nil
         /// `--extpass`: the passphrase at mount in the foreground, and at every later unlock.
-        var passphraseCommand: String? = nil
+        package var passphraseCommand: String? = nil
         /// The member key file to open the vault with; nil to open it with a vault passphrase.
-        var memberKeyPath: String? = nil
-        var acceptRollback = false
+        package var memberKeyPath: String? = nil
+        package var acceptRollback = false
+
+        package init(location: String, passphraseFile: String? = nil, passphraseCommand: String? = nil,
+                     memberKeyPath: String? = nil, acceptRollback: Bool = false) {
+            self.location = location
+            self.passphraseFile = passphraseFile
+            self.passphraseCommand = passphraseCommand
+            self.memberKeyPath = memberKeyPath
+            self.acceptRollback = acceptRollback
+        }
     }
 
-    var vault: VaultSource
-    var mountpoint: String
+    package var vault: VaultSource
+    package var mountpoint: String
     /// Serve from the calling process instead of a daemon of its own (systemd's way).
-    var foreground = false
-    var kdf: KDFPreset = .moderate
+    package var foreground = false
+    package var kdf: KDFPreset = .moderate
     /// Lock after this many seconds without a request; nil for never.
-    var idleLockSeconds: Int? = nil
+    package var idleLockSeconds: Int? = nil
     /// The `--confirm-with` command (run with `sh -c`); nil: confirm rules refuse.
-    var confirmCommand: String? = nil
+    package var confirmCommand: String? = nil
     /// How long a confirmation's answer holds for its process and rule.
-    var confirmRememberSeconds: Int = 300
+    package var confirmRememberSeconds: Int = 300
     /// How long a confirmation command may take before it is stopped and the access refused.
-    var confirmTimeoutSeconds: Int = 30
+    package var confirmTimeoutSeconds: Int = 30
     /// How much access log to keep; either bound at 0 turns logging off.
-    var logDays = AccessLogBounds.defaultDays
-    var logEntries = AccessLogBounds.defaultEntries
+    package var logDays = AccessLogBounds.defaultDays
+    package var logEntries = AccessLogBounds.defaultEntries
     /// Serve the Secret Service on the session bus for as long as the mount lives.
-    var secretService = false
+    package var secretService = false
     /// Take org.freedesktop.secrets over from its owner.
-    var replaceSecretService = false
+    package var replaceSecretService = false
     /// Mount flags from mount(8)'s `-o` that the kernel enforces for us (ro, noexec).
-    var kernelOptions: [String] = []
+    package var kernelOptions: [String] = []
     /// Lock when logind says the session locked or the machine is about to sleep.
-    var lockOnScreenLock = false
+    package var lockOnScreenLock = false
     /// Every change durable before its call returns (`--sync`), mkdir, rmdir, unlink, rename,
     /// chmod and utimens included; by default those are durable within `CommitFlusher`'s window.
-    var syncEveryChange = false
+    package var syncEveryChange = false
     /// The flusher's window in milliseconds (tests set a long one to see a change not yet synced).
-    var syncWindowMilliseconds: Int? = nil
+    package var syncWindowMilliseconds: Int? = nil
     /// How long the session loop polls for the next request before it sleeps (`FUSESession`).
-    var busyPollMicroseconds = FUSESession.defaultBusyPollMicroseconds
+    package var busyPollMicroseconds = FUSESession.defaultBusyPollMicroseconds
     /// How long to wait for the vault's previous daemon, its mount gone, to let go (`ExclusiveUse`).
-    var remountWaitSeconds = MountRequest.defaultRemountWaitSeconds
+    package var remountWaitSeconds = MountRequest.defaultRemountWaitSeconds
     /// Nothing on stdout or stderr on success, as mount(8) expects of its helpers.
-    var quiet = false
+    package var quiet = false
+
+    package init(vault: VaultSource, mountpoint: String) {
+        self.vault = vault
+        self.mountpoint = mountpoint
+    }
 
     /// Longer than a daemon takes to store and wipe after its unmount (about 1 s after writes).
-    static let defaultRemountWaitSeconds = 10
+    package static let defaultRemountWaitSeconds = 10
 
-    var accessLog: AccessLogBounds { AccessLogBounds(days: logDays, entries: logEntries) }
+    package var accessLog: AccessLogBounds { AccessLogBounds(days: logDays, entries: logEntries) }
 }
 
 // The request crosses a pipe as JSON; a preset is its name there, as on the command line.
@@ -66,7 +80,7 @@ extension KDFPreset: Codable {}
 
 extension MountRequest {
     /// Whether mounting creates the vault (none there yet); any other unusable vault is an error.
-    static func createsVault(at path: String) throws(CommandFailure) -> Bool {
+    package static func createsVault(at path: String) throws(CommandFailure) -> Bool {
         do throws(VaultError) {
             try Vault.checkOpenable(at: path)
             return false

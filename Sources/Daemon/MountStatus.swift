@@ -4,17 +4,17 @@ import Support
 
 /// What `keychainfs status` reports of a mount: the daemon's reply to `status`, and what
 /// `status --json` prints (one object, or an array of them for every mount).
-struct MountStatus: Codable, Equatable {
-    let mountpoint: String
-    let vault: String
-    let pid: pid_t
-    let locked: Bool
+package struct MountStatus: Codable, Equatable {
+    package let mountpoint: String
+    package let vault: String
+    package let pid: pid_t
+    package let locked: Bool
     /// Nil while locked: counting needs the keys.
-    let items: Int?
-    let idleLockSeconds: Int?
-    let idleSeconds: Int64
+    package let items: Int?
+    package let idleLockSeconds: Int?
+    package let idleSeconds: Int64
     /// Nil when locked or when there is no idle lock.
-    let locksInSeconds: Int64?
+    package let locksInSeconds: Int64?
 
     private enum CodingKeys: String, CodingKey {
         case mountpoint, vault, pid, locked, items
@@ -25,7 +25,7 @@ struct MountStatus: Codable, Equatable {
 
     /// Absent values are written as null rather than left out, so every field is always there
     /// for scripts to read.
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(mountpoint, forKey: .mountpoint)
         try container.encode(vault, forKey: .vault)
@@ -39,7 +39,7 @@ struct MountStatus: Codable, Equatable {
 }
 
 extension MountStatus {
-    init(mountpoint: String, vault: String, pid: pid_t, locked: Bool, items: Int?, idleLockSeconds: Int?, idleSeconds: Int64) {
+    package init(mountpoint: String, vault: String, pid: pid_t, locked: Bool, items: Int?, idleLockSeconds: Int?, idleSeconds: Int64) {
         self.init(mountpoint: mountpoint, vault: vault, pid: pid, locked: locked, items: items,
                   idleLockSeconds: idleLockSeconds, idleSeconds: idleSeconds,
                   locksInSeconds: locked ? nil : idleLockSeconds.map { max(0, Int64($0) - idleSeconds) })
@@ -47,7 +47,7 @@ extension MountStatus {
 
     /// One line of JSON (the control protocol is line-based), keys in a stable order, paths
     /// with their slashes as they are.
-    static func json(_ value: some Encodable) throws(CommandFailure) -> String {
+    package static func json(_ value: some Encodable) throws(CommandFailure) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
@@ -58,7 +58,7 @@ extension MountStatus {
     }
 
     /// A daemon's reply to `status`.
-    init(reply: String) throws(CommandFailure) {
+    package init(reply: String) throws(CommandFailure) {
         do {
             self = try JSONDecoder().decode(MountStatus.self, from: Data(reply.utf8))
         } catch {

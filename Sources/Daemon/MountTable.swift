@@ -1,7 +1,7 @@
 import Glibc
 
 /// Mount table queries (/proc/self/mountinfo), with its octal escapes undone.
-enum MountTable {
+package enum MountTable {
     struct Entry {
         let mountpoint: String
         let fsType: String
@@ -25,7 +25,7 @@ enum MountTable {
         return result
     }
 
-    static func isKeychainFSMount(_ path: String) -> Bool {
+    package static func isKeychainFSMount(_ path: String) -> Bool {
         entries().contains { $0.mountpoint == path && $0.fsType == "fuse.keychainfs" }
     }
 

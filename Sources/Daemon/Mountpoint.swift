@@ -3,8 +3,8 @@ import Support
 import VaultCore
 
 /// Checks a mountpoint before anything is mounted on it, so that errors come as one clear line.
-enum Mountpoint {
-    static func absolute(_ path: String) -> String {
+package enum Mountpoint {
+    package static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") || VaultLocation.isPostgreSQL(path) { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buffer, buffer.count) != nil else { return path }
@@ -28,7 +28,7 @@ enum Mountpoint {
 
     /// The mountpoint as the mount table will name it: fully resolved when it can be (a live
     /// mount or a symlink to one), else the canonical parent plus the name.
-    static func resolved(_ path: String) -> String {
+    package static func resolved(_ path: String) -> String {
         guard let resolved = realpath(absolute(path), nil) else { return canonical(path) }
         defer { free(resolved) }
         return String(cString: resolved)

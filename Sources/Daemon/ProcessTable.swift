@@ -1,19 +1,19 @@
 import Glibc
 
 /// Process queries (/proc): which daemon serves a mountpoint, and whether it still runs.
-enum ProcessTable {
+package enum ProcessTable {
     /// Whether `pid` is a keychainfs daemon for `mountpoint` (a record may outlive its daemon,
     /// and its pid be reused).
     /// `byRecord`: the daemon's own record names the mountpoint, so its command line need
     /// only be a keychainfs mount (a foreground one may have been given a relative path).
-    static func isDaemon(_ pid: pid_t, serving mountpoint: String, byRecord: Bool = false) -> Bool {
+    package static func isDaemon(_ pid: pid_t, serving mountpoint: String, byRecord: Bool = false) -> Bool {
         let arguments = commandLine(pid)
         return arguments.first.map { $0.hasSuffix("keychainfs") } == true && arguments.contains("mount")
             && (byRecord || arguments.last == mountpoint)
     }
 
     /// The daemon serving `mountpoint`, found by its command line (when no record says).
-    static func daemon(serving mountpoint: String) -> pid_t? {
+    package static func daemon(serving mountpoint: String) -> pid_t? {
         guard let dir = opendir("/proc") else { return nil }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
@@ -38,7 +38,7 @@ enum ProcessTable {
     }
 
     /// Whether `pid` still runs (a zombie counts as gone: nothing of it is left to wipe).
-    static func isRunning(_ pid: pid_t) -> Bool {
+    package static func isRunning(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }
         guard let file = fopen("/proc/\(pid)/stat", "r") else { return false }
         defer { fclose(file) }

@@ -4,7 +4,7 @@ import Support
 
 /// Per-user runtime files of live mounts (`$XDG_RUNTIME_DIR/keychainfs`, `/run/keychainfs`
 /// for root), in a 0700 directory: which daemon serves which mountpoint.
-enum RuntimeState {
+package enum RuntimeState {
     static var directory: String {
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
             return runtime + "/keychainfs"
@@ -12,17 +12,17 @@ enum RuntimeState {
         return getuid() == 0 ? "/run/keychainfs" : "/tmp/keychainfs-\(getuid())"
     }
 
-    struct MountRecord {
-        let pid: pid_t
-        let mountpoint: String
-        let vault: String
+    package struct MountRecord {
+        package let pid: pid_t
+        package let mountpoint: String
+        package let vault: String
     }
 
     /// The control socket of the daemon serving `mountpoint`.
-    static func socketPath(for mountpoint: String) -> String { recordPath(for: mountpoint) + ".sock" }
+    package static func socketPath(for mountpoint: String) -> String { recordPath(for: mountpoint) + ".sock" }
 
     /// Every mount this user has running, by its record.
-    static func allRecords() -> [MountRecord] {
+    package static func allRecords() -> [MountRecord] {
         guard let dir = opendir(directory) else { return [] }
         defer { closedir(dir) }
         var records: [MountRecord] = []
@@ -64,7 +64,7 @@ enum RuntimeState {
         Glibc.rename(path + ".tmp", path)
     }
 
-    static func read(mountpoint: String) -> MountRecord? {
+    package static func read(mountpoint: String) -> MountRecord? {
         read(path: recordPath(for: mountpoint))
     }
 

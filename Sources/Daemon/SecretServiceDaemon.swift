@@ -8,8 +8,8 @@ import VaultCore
 /// D-Bus activation and systemd run it). Claims the vault as a mount would, so the two never
 /// serve one vault from two processes; SIGTERM, SIGINT or SIGHUP end it, and the keys and the
 /// log's last entries are dealt with as at unmount.
-enum SecretServiceDaemon {
-    static func serve(_ request: MountRequest) throws(CommandFailure) {
+package enum SecretServiceDaemon {
+    package static func serve(_ request: MountRequest) throws(CommandFailure) {
         // Before any thread exists, so that only the waiter below ever takes them.
         var ending = sigset_t()
         sigemptyset(&ending)

@@ -4,7 +4,7 @@ import Support
 
 /// What the daemon tells systemd and takes from it when it runs as a service: the Type=notify
 /// state changes, and the passphrase given as a credential (LoadCredential=).
-enum ServiceManager {
+package enum ServiceManager {
     /// The mount serves requests (the kernel's INIT is answered): `systemctl start` returns now.
     static func notifyReady(status: String) {
         notify("READY=1\nSTATUS=" + status.replacingOccurrences(of: "\n", with: " "))
@@ -16,7 +16,7 @@ enum ServiceManager {
     }
 
     /// `$CREDENTIALS_DIRECTORY/passphrase`, when systemd handed the unit that credential.
-    static func passphraseCredential() -> String? {
+    package static func passphraseCredential() -> String? {
         guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty else { return nil }
         let path = directory + "/passphrase"
         return access(path, R_OK) == 0 ? path : nil

@@ -45,7 +45,7 @@ package final class CommitFlusher: Sendable {
     }
 
     /// Whether its thread runs (`start`).
-    var isRunning: Bool { started.load(ordering: .acquiring) }
+    package var isRunning: Bool { started.load(ordering: .acquiring) }
 
     /// After a commit made with `durable: false`: the next sync takes it (one post per batch).
     func changed() {
@@ -60,7 +60,7 @@ package final class CommitFlusher: Sendable {
     /// Starts the thread that syncs; false when no thread could be started (every change is
     /// then left to `syncNow`, a durable commit or `stop`: the caller falls back to durable
     /// commits instead).
-    func start() -> Bool {
+    package func start() -> Bool {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         let running = HelperThread.start { [self] in
             while !stopping.load(ordering: .acquiring) {
@@ -117,7 +117,7 @@ package final class CommitFlusher: Sendable {
     }
 
     /// Ends the thread and syncs what is left (unmount).
-    func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if started.load(ordering: .acquiring) {
             var one: UInt8 = 1

@@ -91,7 +91,7 @@ extension FileSystem {
     /// or the end of the session loop, whatever ended it). Returns the stores that failed:
     /// nobody is left to hear of them but the log.
     @discardableResult
-    func forgetEverything() -> [VaultError] {
+    package func forgetEverything() -> [VaultError] {
         var failures: [VaultError] = []
         state.withLock { state in
             if !state.lock.locked {

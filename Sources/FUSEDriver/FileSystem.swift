@@ -59,7 +59,7 @@ package final class FileSystem: Sendable {
     let flusher: CommitFlusher?
     /// Syncs the stores of closes and fsyncs together and answers them (`MountDaemon` starts
     /// it); while it is not running each store is durable before its call returns.
-    let groupCommit: GroupCommit
+    package let groupCommit: GroupCommit
 
     package init(vault: Vault, gate: AccessGate, flusher: CommitFlusher? = nil, onStart: @escaping @Sendable () -> Void) {
         self.vault = vault

@@ -12,7 +12,7 @@ import VaultCore
 /// PostgreSQL). Closes that arrive while a sync runs share the next one (eight writers at once:
 /// 2 874 syncs for 4 000 closes, see README "Speed"), and the session loop goes on serving
 /// meanwhile. A close or fsync still returns only once what it stored is durable.
-final class GroupCommit: Sendable {
+package final class GroupCommit: Sendable {
     /// A request answered once the sync after its commit is done.
     private struct Waiting: @unchecked Sendable {  // libfuse answers a request from any thread
         let req: fuse_req_t?
@@ -45,7 +45,7 @@ final class GroupCommit: Sendable {
     }
 
     /// Starts the thread; false when it could not be started (the caller then syncs each itself).
-    func start() -> Bool {
+    package func start() -> Bool {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         let running = HelperThread.start { [self] in
             while true {
@@ -81,7 +81,7 @@ final class GroupCommit: Sendable {
     }
 
     /// Answers what waits and ends the thread (unmount, once no request can come).
-    func stop() {
+    package func stop() {
         guard started.load(ordering: .acquiring), !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wakeup.signal()
         stoppedThread.wait()

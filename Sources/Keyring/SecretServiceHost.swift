@@ -33,7 +33,7 @@ package final class SecretServiceHost: Sendable {
 
     /// Serves until stop(), the name is taken over, or the bus goes away.
     @discardableResult
-    func run() -> BusConnection.Ended {
+    package func run() -> BusConnection.Ended {
         defer { ended.signal() }
         DaemonLog.secretServiceStarted(uniqueName: bus.uniqueName)
         let reason = bus.run(tickInterval: .milliseconds(250)) { service.tick() }
@@ -42,18 +42,18 @@ package final class SecretServiceHost: Sendable {
     }
 
     /// Beside a mount: the mount goes on if the service ends (its end is logged).
-    func runInBackground() -> Bool {
+    package func runInBackground() -> Bool {
         HelperThread.start { [self] in run() }
     }
 
     /// From any thread: compares what the vault holds with what was announced now, rather
     /// than at the next tick (another machine committed something).
-    func lookNow() {
+    package func lookNow() {
         bus.post { [service] in service.tick() }
     }
 
     /// Ends the loop and waits (briefly) for it: a call being answered finishes first.
-    func stop() {
+    package func stop() {
         bus.stop()
         _ = ended.wait(timeout: .now() + .seconds(2))
     }

@@ -5,7 +5,7 @@ import Glibc
 /// private file modes, and as much locked memory as the hard limit allows. And one name.
 package enum ProcessHardening {
     /// The umask keychainfs was started with, for the command `exec` runs.
-    nonisolated(unsafe) static var inheritedUmask: mode_t = 0o022
+    nonisolated(unsafe) package static var inheritedUmask: mode_t = 0o022
 
     package static func apply() {
         _ = clinux_set_dumpable(0)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Daemon
 import VaultCore
 
 /// The mount command's options, made from `MountOption.all` instead of one property each.
