@@ -53,7 +53,7 @@ struct RunResult {
     var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
     /// The status as a row of keychainfs's table (nil for one it does not have). Qualified:
     /// Swift Testing has an ExitStatus of its own.
-    var exitStatus: KeychainFS.ExitStatus? { KeychainFS.ExitStatus(rawValue: status) }
+    var exitStatus: Support.ExitStatus? { Support.ExitStatus(rawValue: status) }
 }
 
 /// Runs a command to completion, feeding `stdin`, and collects its output.

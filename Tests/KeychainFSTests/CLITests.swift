@@ -212,7 +212,7 @@ import Testing
         let help = try run(keychainfsBinary, ["--help"])
         #expect(help.exitStatus == .success)
         let words = help.stdoutText.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        for status in KeychainFS.ExitStatus.allCases {
+        for status in Support.ExitStatus.allCases {
             let row = "\(status.rawValue) \(status.meaning)".split(whereSeparator: \.isWhitespace).joined(separator: " ")
             #expect(words.contains(row), "--help lacks: \(row)")
         }

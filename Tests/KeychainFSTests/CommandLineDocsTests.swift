@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 @testable import KeychainFS
+@testable import Support
 import Testing
 
 /// Completions, the man page and the version come from the commands' own definitions; every

@@ -17,7 +17,7 @@ func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) ret
 }
 
 /// The status a control request is refused with, through the client the commands use.
-func refusal(of request: String, at mountpoint: String) -> KeychainFS.ExitStatus? {
+func refusal(of request: String, at mountpoint: String) -> Support.ExitStatus? {
     do {
         _ = try ControlSocket.request(mountpoint, request)
         return nil

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Support
 import Testing
 
 /// A small tmpfs of our own, so "disk full" is real and not simulated.

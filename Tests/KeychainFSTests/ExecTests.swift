@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import KeychainFS
+@testable import Support
 import Testing
 import VaultCore
 

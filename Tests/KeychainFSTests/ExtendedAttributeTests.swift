@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// Extended attributes through the mount: the `user.` namespace is the vault's sealed item

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+@testable import Support
 import Testing
 @testable import VaultCore
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Support
 import Testing
 
 /// `import pass|dotenv|dir|archive` and `export` through the real binary. Each command opens

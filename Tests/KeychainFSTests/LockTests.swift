@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 struct StatusReport {

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Support
 import Testing
 
 /// `keychainfs member init` and `member show`.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// A vault mounted by a member: opened and unlocked with the member key's passphrase.

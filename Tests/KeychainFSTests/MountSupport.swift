@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// A vault mounted for one test, unmounted (and its files removed) when the test ends,

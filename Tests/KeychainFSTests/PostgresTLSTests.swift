@@ -1,4 +1,5 @@
 import Foundation
+@testable import Support
 import Testing
 
 /// TLS to a server on another machine: libpq verifies the certificate and the host name.

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Support
 import Testing
 
 /// A vault in PostgreSQL through the command line and a mount, against a real server.

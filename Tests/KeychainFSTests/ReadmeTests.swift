@@ -63,7 +63,7 @@ import Testing
             .prefix { $0.hasPrefix("|") }
             .map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
             .map { "\($0[0]) \($0[1])" }
-        #expect(rows == KeychainFS.ExitStatus.allCases.map { "\($0.rawValue) \($0.meaning)" })
+        #expect(rows == Support.ExitStatus.allCases.map { "\($0.rawValue) \($0.meaning)" })
     }
 }
 

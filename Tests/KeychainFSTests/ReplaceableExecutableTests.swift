@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// `allow --exe` refuses a program that someone other than root could rewrite or replace (the

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeychainFS
+@testable import Support
 import Testing
 import VaultCore
 

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @testable import KeychainFS
+@testable import Support
 import Testing
 
 /// `allow`, `disallow` and `rules` through the real binary; each command opens the vault anew,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// A vault mounted with `--secret-service` on a private session bus of its own (a real

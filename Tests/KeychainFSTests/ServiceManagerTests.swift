@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Support
 import Testing
 
 /// The shipped systemd units, and the daemon under Type=notify as systemd runs it.

@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import Glibc
+@testable import Support
 import Synchronization
 import Testing
 
