@@ -41,6 +41,8 @@ import Testing
         let page = try String(contentsOfFile: output + "/keychainfs.1", encoding: .utf8)
         #expect(page.contains(".Dt KEYCHAINFS 1"))
         for name in subcommandNames() { #expect(page.contains(".It Em \(name)\n"), "the man page lacks \(name)") }
+        // The README points here too for what each exit status means.
+        for line in ExitStatus.summary.split(separator: "\n") { #expect(page.contains(line), "the man page lacks: \(line)") }
     }
 
     @Test func classLabelAndVerifyPrintJSON() throws {

@@ -2,9 +2,12 @@ import Foundation
 import Glibc
 @testable import Support
 import Testing
+@testable import VaultCore
 
-/// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
+/// The README and the pages beside it (SECURITY.md, docs/): its own lines typed at a terminal,
+/// and what they state checked against the code, so that moving text cannot leave it stale.
 @Suite struct ReadmeTests {
+    /// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
     @Test func theUsedByLinesWorkAsWritten() throws {
         let home = NSTemporaryDirectory() + "keychainfs-home-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: home + "/secrets", withIntermediateDirectories: true)
@@ -65,8 +68,162 @@ import Testing
             .map { "\($0[0]) \($0[1])" }
         #expect(rows == Support.ExitStatus.allCases.map { "\($0.rawValue) \($0.meaning)" })
     }
+
+    /// docs/format.md names the format this code writes as the current one, and has a row for
+    /// every format up to it: a new format cannot ship undocumented, nor the page go stale.
+    @Test func theFormatPageNamesEveryFormatUpToTheCurrentOne() throws {
+        let page = try documentation("docs/format.md")
+        #expect(page.contains("The current format is **\(VaultFormat.version)**."), "docs/format.md names another current format")
+        let rows = tableRows(in: page, headedBy: "| format |").compactMap { Int($0[0]) }
+        #expect(rows == Array(1...VaultFormat.version))
+    }
+
+    /// Every test SECURITY.md cites for a claim exists, so a claim cannot outlive the test that
+    /// attacks it; every row of its tables names a test or says that it is not defended.
+    @Test func everyTestTheThreatModelCitesExists() throws {
+        let page = try documentation("SECURITY.md")
+        let sources = try swiftFiles(under: packageRoot + "/Tests").map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
+        let rows = tableRows(in: page, headedBy: "| who |") + tableRows(in: page, headedBy: "| attack |")
+        #expect(rows.count > 20)
+        var cited = 0
+        for row in rows {
+            let testedBy = row[row.count - 1]
+            let names = backticked(testedBy)
+            if names.isEmpty {
+                #expect(testedBy == "(not defended)" || testedBy == "(by design)", "a row of SECURITY.md names no test: \(row[0])")
+            }
+            for name in names {
+                cited += 1
+                #expect(sources.contains("func \(name)("), "SECURITY.md cites \(name), which is no test")
+            }
+        }
+        #expect(cited > 30)
+    }
+
+    /// Every relative link between the README, SECURITY.md and docs/ leads to a file, and an
+    /// anchor to a heading of it; every page in docs/ is linked from the README.
+    @Test func everyLinkBetweenThePagesResolves() throws {
+        let pages = ["README.md", "SECURITY.md"] + (try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/docs"))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        #expect(pages.count > 5)
+        var linkedFromReadme: Set<String> = []
+        for page in pages {
+            let text = try documentation(page)
+            let directory = (page as NSString).deletingLastPathComponent
+            for link in markdownLinks(in: text) where !link.contains("://") {
+                let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let target = parts[0].isEmpty ? page : resolved(parts[0], from: directory)
+                #expect(FileManager.default.fileExists(atPath: packageRoot + "/" + target), "\(page) links to \(link), which is not there")
+                if page == "README.md" { linkedFromReadme.insert(target) }
+                if parts.count == 2, target.hasSuffix(".md"), let linked = try? documentation(target) {
+                    #expect(headingAnchors(in: linked).contains(parts[1]), "\(page) links to \(link): no such heading")
+                }
+            }
+        }
+        for page in pages where page.hasPrefix("docs/") {
+            #expect(linkedFromReadme.contains(page), "the README does not link to \(page)")
+        }
+    }
+
+    /// Every option the pages show on a `keychainfs` command line is one the command has: an
+    /// option renamed or removed cannot stay documented.
+    @Test func everyOptionThePagesShowExists() throws {
+        let completion = try run(keychainfsBinary, ["--generate-completion-script", "bash"])
+        #expect(completion.status == 0)
+        let options = Set(completion.stdoutText.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "-") })
+            .filter { $0.hasPrefix("--") && $0.count > 2 }.map(String.init))
+        #expect(options.contains("--lock-on-screen-lock") && options.contains("--env-dict"))
+        let pages = ["README.md", "SECURITY.md"] + (try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/docs"))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        var checked = 0
+        for page in pages {
+            for line in keychainfsCommandLines(in: try documentation(page)) {
+                for word in line.split(separator: " ") where word.hasPrefix("--") && word.count > 2 {
+                    let option = String(word.prefix { $0.isLetter || $0.isNumber || $0 == "-" })
+                    checked += 1
+                    #expect(options.contains(option), "\(page) shows \(option), which keychainfs does not have: \(line)")
+                }
+            }
+        }
+        #expect(checked > 40)
+    }
 }
 
-/// The README at the top of the package this test file belongs to.
-let readmePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("README.md").path
+/// The package this test file belongs to.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+/// The README at the top of the package.
+let readmePath = packageRoot + "/README.md"
+
+private func documentation(_ page: String) throws -> String {
+    try String(contentsOfFile: packageRoot + "/" + page, encoding: .utf8)
+}
+
+/// The cells of each row of the first table whose header starts with `header`.
+private func tableRows(in text: String, headedBy header: String) -> [[String]] {
+    text.split(separator: "\n").drop { !$0.hasPrefix(header) }.dropFirst(2).prefix { $0.hasPrefix("|") }
+        .map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
+}
+
+/// A relative link's path from the package's top: `..` and `.` taken away.
+private func resolved(_ link: String, from directory: String) -> String {
+    var components: [Substring] = []
+    for component in (directory + "/" + link).split(separator: "/") where component != "." {
+        if component == ".." { _ = components.popLast() } else { components.append(component) }
+    }
+    return components.joined(separator: "/")
+}
+
+/// The words between backticks.
+private func backticked(_ text: String) -> [String] {
+    text.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+}
+
+/// The targets of `[text](target)` links.
+private func markdownLinks(in text: String) -> [String] {
+    var links: [String] = []
+    var rest = Substring(text)
+    while let start = rest.range(of: "](") {
+        let after = rest[start.upperBound...]
+        guard let end = after.firstIndex(of: ")") else { break }
+        links.append(String(after[..<end]))
+        rest = after[end...]
+    }
+    return links
+}
+
+/// The anchors GitHub gives a page's headings: lower case, spaces to hyphens, other punctuation dropped.
+private func headingAnchors(in text: String) -> Set<String> {
+    Set(text.split(separator: "\n").filter { $0.hasPrefix("#") }.map { heading in
+        String(heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+            .compactMap { $0 == " " ? "-" : ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : nil })
+    })
+}
+
+/// The `keychainfs ...` command lines a page shows, in indented blocks and in code spans, each
+/// up to a comment, a pipe or the `--` that ends its options.
+private func keychainfsCommandLines(in text: String) -> [String] {
+    let blockLines = text.split(separator: "\n").filter { $0.hasPrefix("    ") }.map { $0.trimmingCharacters(in: .whitespaces) }
+    let spans = text.split(separator: "\n").flatMap { backticked(String($0)) }
+    return (blockLines + spans).compactMap { line -> String? in
+        guard let start = line.range(of: "keychainfs "), line[..<start.lowerBound].allSatisfy({ $0 == " " || $0 == "$" }) || line.hasPrefix("echo")
+        else { return nil }
+        var command = String(line[start.lowerBound...])
+        // What follows a quote is another program's (a --confirm-with command) or a value.
+        for end in [" # ", " | ", " && ", " -- ", "; ", "'", "\""] {
+            if let cut = command.range(of: end) { command = String(command[..<cut.lowerBound]) }
+        }
+        return command
+    }
+}
+
+/// Every Swift file below a directory.
+private func swiftFiles(under directory: String) throws -> [String] {
+    let enumerator = FileManager.default.enumerator(atPath: directory)
+    var files: [String] = []
+    while let path = enumerator?.nextObject() as? String {
+        if path.hasSuffix(".swift") { files.append(directory + "/" + path) }
+    }
+    return files
+}
