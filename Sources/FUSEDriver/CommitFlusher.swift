@@ -25,8 +25,8 @@ package final class CommitFlusher: Sendable {
     private let stopSignal: Int32
     private let stopSignalWriter: Int32
 
-    /// 50 ms, so that the sync (an fdatasync, about 1 to 10 ms on this machine's disk, see the
-    /// README) ends well within 100 ms of the change; one sync per 50 ms costs a writer who
+    /// 50 ms, so that the sync (an fdatasync, about 1 to 10 ms on this machine's disk, see
+    /// docs/durability.md) ends well within 100 ms of the change; one sync per 50 ms costs a writer who
     /// never stops a few percent at most.
     package static let defaultWindow: Duration = .milliseconds(50)
 

@@ -11,13 +11,13 @@ package enum FUSESession {
 
     /// 200 µs: longer than the gap between one request's answer and the next request of a
     /// program working the mount (a wake-up of an idle CPU alone is tens of µs on this VM), so
-    /// a busy program's requests are picked up without one; see README "Speed".
+    /// a busy program's requests are picked up without one; see docs/performance.md.
     package static let defaultBusyPollMicroseconds = 200
 
     /// The largest READ the kernel sends. With direct I/O it pins the reader's whole buffer
     /// for each READ before sending it: `cat` reads into 128 KiB, 32 pages faulted in and
     /// pinned to receive a 64-byte secret. 16 KiB pins 4 and still takes most secrets (keys,
-    /// certificates) in one READ; a 1 MiB item takes 64 instead of 8 (see README "Speed").
+    /// certificates) in one READ; a 1 MiB item takes 64 instead of 8 (see docs/performance.md).
     static let maximumRead: UInt32 = 16384
 
     /// `source`: what the mount table names as the mount's source (the vault, for `findmnt -S`).

@@ -10,7 +10,7 @@ import VaultCore
 /// its own, and is answered from this thread after one sync of everything committed so far
 /// (`Vault.syncCarriedCommits`: one fdatasync of the WAL, or one synchronous commit on
 /// PostgreSQL). Closes that arrive while a sync runs share the next one (eight writers at once:
-/// 2 874 syncs for 4 000 closes, see README "Speed"), and the session loop goes on serving
+/// 2 874 syncs for 4 000 closes, see docs/performance.md), and the session loop goes on serving
 /// meanwhile. A close or fsync still returns only once what it stored is durable.
 package final class GroupCommit: Sendable {
     /// A request answered once the sync after its commit is done.

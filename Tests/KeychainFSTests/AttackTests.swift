@@ -116,7 +116,7 @@ struct AttackTests {
         #expect(!loaded.stdoutText.contains(AttackTests.secret))
     }
 
-    /// The recipe of the README's threat model: the admitted program installed setgid to a
+    /// The recipe of SECURITY.md: the admitted program installed setgid to a
     /// group of its own. The kernel runs it with AT_SECURE (the loader ignores LD_PRELOAD) and
     /// keeps it from its own user (no tracer, no pidfd_getfd), and the daemon admits it by its
     /// effective group, since its /proc/PID/exe is no longer the user's to read. Through the

@@ -42,8 +42,8 @@ func dirtyPageCount(_ path: String) -> Int? {
     return dirty
 }
 
-/// What the mount promises for mkdir, rmdir, unlink and rename (README "Proof under faults, and
-/// speed"): committed at once, durable within the flusher's window, at an fsync of a directory
+/// What the mount promises for mkdir, rmdir, unlink and rename (docs/durability.md, "Through
+/// the mount"): committed at once, durable within the flusher's window, at an fsync of a directory
 /// or a file, or at once with `--sync`. Durable is seen where it happens: the vault's WAL has no
 /// page left dirty in the kernel's cache (the access log is off, so its once-a-second durable
 /// batches sync nothing behind the test's back).

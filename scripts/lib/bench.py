@@ -403,7 +403,7 @@ def start_postgres():
     only, with pg_stat_statements for counting the statements a change costs. Returns the libpq
     URI of a database on it, or None (and why, in `unavailable`) when it cannot run here."""
     if not os.path.exists(os.path.join(POSTGRES_BIN, "initdb")):
-        unavailable["postgresql"] = "PostgreSQL 15 is not installed (Debian package postgresql)"
+        unavailable["postgresql"] = "PostgreSQL is not installed (Debian package postgresql)"
         return None
     # Beside work/, not in it: the server's user cannot enter a directory of mkdtemp's (0700).
     directory = tempfile.mkdtemp(prefix="keychainfs-bench-postgres.")
