@@ -52,6 +52,7 @@ let package = Package(
             ]
         ),
 
+        .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
         .testTarget(name: "KeychainFSTests", dependencies: [
