@@ -36,7 +36,7 @@ extension SecretService {
         lastSeenLocked = locked
         for collection in model.sortedCollections {
             let path = SecretObject.collection(collection).path
-            try? bus.emitSignal(path: path, interface: SecretService.propertiesInterface, member: "PropertiesChanged") {
+            try? bus.emitSignal(path: path, interface: BusStandardInterface.properties, member: "PropertiesChanged") {
                 (writer) throws(BusError) in
                 try writer.string(SecretService.collectionInterface)
                 try writer.open("a", "{sv}")
