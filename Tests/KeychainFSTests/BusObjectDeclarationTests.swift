@@ -66,6 +66,7 @@ import Testing
             print(anyCall(P, C, 'Add', 'u', [dbus.UInt32(2)]), anyCall(P, None, 'Add', 'u', [dbus.UInt32(3)]))
             print(anyCall(P, C, 'Add', 's', ['x']), anyCall(P, C, 'Nope', '', []), anyCall(P, 'org.example.Other', 'Add', 'u', [dbus.UInt32(1)]))
             print(anyCall(P + '/missing', C, 'Add', 'u', [dbus.UInt32(1)]), anyCall(P + '/missing', PROPS, 'GetAll', 's', ['']))
+            print(anyCall(P, 'org.freedesktop.DBus.Introspectable', 'Introspect', 'u', [dbus.UInt32(1)]), anyCall(P, PROPS, 'Nope', '', []))
             print(anyCall(P, PROPS, 'Get', 'ss', [C, 'Value']), anyCall(P, PROPS, 'Get', 'ss', [C, 'Secret']), anyCall(P, PROPS, 'Get', 'ss', [C, 'Nope']))
             print(sorted(anyCall(P, PROPS, 'GetAll', 's', [C]).items()), anyCall(P, PROPS, 'GetAll', 's', ['org.example.Other']))
             print(anyCall(P, PROPS, 'Set', 'ssv', [C, 'Label', dbus.String('renamed', variant_level=1)]), anyCall(P, PROPS, 'Get', 'ss', [C, 'Label']))
@@ -83,6 +84,7 @@ import Testing
             "2 5",
             "InvalidArgs UnknownMethod UnknownMethod",
             "UnknownObject UnknownObject",
+            "UnknownMethod UnknownMethod",
             "5 AccessDenied UnknownProperty",
             "[(dbus.String('Label'), dbus.String('counter', variant_level=1)), (dbus.String('Value'), dbus.UInt32(5, variant_level=1))] dbus.Dictionary({}, signature=dbus.Signature('sv'))",
             "None renamed",

@@ -22,7 +22,7 @@ struct BusObjectDeclaration<Object>: Sendable {
     }
 
     /// An object with no interface of its own, only children (for tools that walk the tree).
-    static var container: BusObjectDeclaration { BusObjectDeclaration(called: "an object that only holds others", interfaces: []) }
+    static var container: BusObjectDeclaration { BusObjectDeclaration(called: "a container", interfaces: []) }
 
     /// Answers one call to an object of this kind, or throws the error to reply with. Checked
     /// in this order: the interface, the object (`resolve`), `admit`, the member, the
@@ -33,6 +33,8 @@ struct BusObjectDeclaration<Object>: Sendable {
         let object: Object
         switch call.interface {
         case BusStandardInterface.introspectable:
+            // Introspect with arguments is answered UnknownMethod, as this layer always has
+            // (no client sends any; sd-bus would say InvalidArgs).
             guard call.member == "Introspect", call.signature.isEmpty else { throw .unknownMethod("\(call.interface).\(call.member)") }
             let xml = introspectionXML(children: children())
             return call.reply { (writer) throws(BusError) in try writer.string(xml) }
@@ -44,9 +46,9 @@ struct BusObjectDeclaration<Object>: Sendable {
             }
             method = found
         default:
+            guard !interfaces.isEmpty else { throw .unknownMethod("\(call.path) only holds other objects") }
             // D-Bus lets a caller leave the interface out: then any of the object's own.
             let candidates = call.interface.isEmpty ? interfaces : interfaces.filter { $0.name == call.interface }
-            guard !interfaces.isEmpty else { throw .unknownMethod("\(call.path) only holds other objects") }
             guard !candidates.isEmpty else { throw .unknownMethod("no method \(call.interface).\(call.member) on \(call.path)") }
             object = try resolve()
             try admit?(object, call)

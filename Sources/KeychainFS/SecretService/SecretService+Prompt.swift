@@ -88,7 +88,7 @@ extension SecretService {
     }
 
     private func emitCompleted(_ id: UInt64, dismissed: Bool, objects: [String]) {
-        try? bus.emitSignal(path: SecretObject.prompt(id).path, interface: SecretService.promptInterface, member: "Completed") {
+        try? SecretService.promptObject.emit("Completed", from: SecretObject.prompt(id).path, on: bus) {
             (writer) throws(BusError) in
             try writer.bool(dismissed)
             try writer.open("v", "ao")
