@@ -38,7 +38,7 @@ extension SecretService {
         lastSeenLocked = locked
         for collection in model.sortedCollections {
             let path = SecretObject.collection(collection).path
-            try? bus.emitSignal(path: path, interface: SecretService.propertiesInterface, member: "PropertiesChanged") {
+            try? SecretService.collectionObject.emit("PropertiesChanged", from: path, on: bus) {
                 (writer) throws(BusError) in
                 try writer.string(SecretService.collectionInterface)
                 try writer.open("a", "{sv}")
@@ -52,7 +52,7 @@ extension SecretService {
                 try writer.open("a", "s")
                 try writer.close()
             }
-            emit(SecretService.serviceInterface, "CollectionChanged", on: SecretObject.service.path, about: path)
+            emit(SecretService.serviceObject, "CollectionChanged", on: SecretObject.service.path, about: path)
         }
         if !locked { refreshModel() }
     }
@@ -60,35 +60,35 @@ extension SecretService {
     private func announceDifferences(from before: CollectionModel, to now: CollectionModel) {
         let service = SecretObject.service.path
         for id in before.sortedCollections where now.collections[id] == nil {
-            emit(SecretService.serviceInterface, "CollectionDeleted", on: service, about: SecretObject.collection(id).path)
+            emit(SecretService.serviceObject, "CollectionDeleted", on: service, about: SecretObject.collection(id).path)
         }
         for id in now.sortedCollections {
             let path = SecretObject.collection(id).path
             guard let old = before.collections[id], let new = now.collections[id] else {
-                emit(SecretService.serviceInterface, "CollectionCreated", on: service, about: path)
+                emit(SecretService.serviceObject, "CollectionCreated", on: service, about: path)
                 continue
             }
             var changed = old.changed != new.changed || old.modified != new.modified
             for item in old.items.keys.sorted(by: { $0.rawValue < $1.rawValue }) where new.items[item] == nil {
-                emit(SecretService.collectionInterface, "ItemDeleted", on: path, about: SecretObject.item(collection: id, item: item).path)
+                emit(SecretService.collectionObject, "ItemDeleted", on: path, about: SecretObject.item(collection: id, item: item).path)
                 changed = true
             }
             for item in now.sortedItems(of: id) {
                 let itemPath = SecretObject.item(collection: id, item: item).path
                 if old.items[item] == nil {
-                    emit(SecretService.collectionInterface, "ItemCreated", on: path, about: itemPath)
+                    emit(SecretService.collectionObject, "ItemCreated", on: path, about: itemPath)
                     changed = true
                 } else if old.items[item] != new.items[item] {
-                    emit(SecretService.collectionInterface, "ItemChanged", on: path, about: itemPath)
+                    emit(SecretService.collectionObject, "ItemChanged", on: path, about: itemPath)
                     changed = true
                 }
             }
-            if changed { emit(SecretService.serviceInterface, "CollectionChanged", on: service, about: path) }
+            if changed { emit(SecretService.serviceObject, "CollectionChanged", on: service, about: path) }
         }
     }
 
-    private func emit(_ interface: String, _ member: String, on path: String, about object: String) {
-        try? bus.emitSignal(path: path, interface: interface, member: member) { (writer) throws(BusError) in
+    private func emit<Object>(_ declaration: BusObjectDeclaration<Object>, _ member: String, on path: String, about object: String) {
+        try? declaration.emit(member, from: path, on: bus) { (writer) throws(BusError) in
             try writer.objectPath(object)
         }
     }

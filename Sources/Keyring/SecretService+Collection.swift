@@ -2,21 +2,51 @@ import Admission
 import DBus
 import VaultCore
 
-/// org.freedesktop.Secret.Collection: a dictionary at the top of the vault.
+/// org.freedesktop.Secret.Collection: a dictionary at the top of the vault. Its declaration
+/// (from which dispatch, the signature check and introspection come) and its methods.
 extension SecretService {
-    func collectionCall(_ call: BusCall, _ collection: NodeID, _ caller: RequestContext) throws(BusError) {
-        switch call.member {
-        case "Delete": try deleteCollection(call, collection, caller)
-        case "SearchItems": try searchItems(call, in: collection, caller)
-        case "CreateItem": try createItem(call, in: collection, caller)
-        default: throw .unknownMethod("no method \(call.member) on a collection")
-        }
-    }
+    typealias CollectionObject = (service: SecretService, collection: NodeID, caller: RequestContext)
+
+    static let collectionObject = BusObjectDeclaration<CollectionObject>(called: "a collection", interfaces: [
+        BusInterface(collectionInterface, methods: [
+            BusMethod("Delete", out: [("prompt", "o")]) { (object, call) throws(BusError) in
+                try object.service.deleteCollection(call, object.collection, object.caller)
+            },
+            BusMethod("SearchItems", in: [("attributes", "a{ss}")], out: [("results", "ao")]) { (object, call) throws(BusError) in
+                try object.service.searchItems(call, in: object.collection, object.caller)
+            },
+            BusMethod("CreateItem", in: [("properties", "a{sv}"), ("secret", "(oayays)"), ("replace", "b")],
+                      out: [("item", "o"), ("prompt", "o")]) { (object, call) throws(BusError) in
+                try object.service.createItem(call, in: object.collection, object.caller)
+            },
+        ], properties: [
+            BusProperty("Items", "ao") { (object) throws(BusError) in
+                let paths = object.service.model.sortedItems(of: object.collection).map {
+                    SecretObject.item(collection: object.collection, item: $0).path
+                }
+                return { (writer) throws(BusError) in try writer.objectPaths(paths) }
+            },
+            BusProperty("Label", "s", read: { (object) throws(BusError) in
+                try object.service.labelProperty(of: object.collection, object.caller)
+            }, write: { (object, reader) throws(BusError) in
+                try object.service.setLabel(of: object.collection, from: &reader, object.caller)
+            }),
+            BusProperty("Locked", "b") { (object) throws(BusError) in
+                let locked = object.service.locking.isLocked
+                return { (writer) throws(BusError) in try writer.bool(locked) }
+            },
+            BusProperty("Created", "t") { (object) throws(BusError) in object.service.timeProperty(of: object.collection) },
+            BusProperty("Modified", "t") { (object) throws(BusError) in object.service.timeProperty(of: object.collection) },
+        ], signals: [
+            BusSignal("ItemCreated", [("item", "o")]),
+            BusSignal("ItemDeleted", [("item", "o")]),
+            BusSignal("ItemChanged", [("item", "o")]),
+        ]),
+    ])
 
     /// Delete() → o prompt: the dictionary and every item in it, in one transaction, if the
     /// rules let the caller remove each of them, as `rm -r` through the mount would need.
     private func deleteCollection(_ call: BusCall, _ collection: NodeID, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "")
         try requireUnlocked()
         let (name, entries) = try vaultCall { () throws(VaultError) in (try vault.name(of: collection), try vault.entries(of: collection)) }
         guard let name else { throw .noSuchObject(call.path) }
@@ -48,7 +78,6 @@ extension SecretService {
     /// replace, an item of the collection with exactly these attributes is replaced (content,
     /// attributes, label and type in one transaction); else a new file is named from the label.
     private func createItem(_ call: BusCall, in collection: NodeID, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "a{sv}(oayays)b")
         var reader = call.arguments()
         let properties = try ItemProperties.read(&reader, interface: SecretService.itemInterface)
         let secret = try sessions.readSecret(&reader, caller: call.sender)

@@ -2,20 +2,49 @@ import Admission
 import DBus
 import VaultCore
 
-/// org.freedesktop.Secret.Item: a file directly in a collection's dictionary.
+/// org.freedesktop.Secret.Item: a file directly in a collection's dictionary. Its declaration
+/// (from which dispatch, the signature check and introspection come) and its methods.
 extension SecretService {
-    func itemCall(_ call: BusCall, collection: NodeID, item: NodeID, _ caller: RequestContext) throws(BusError) {
-        switch call.member {
-        case "Delete": try deleteItem(call, item, in: collection, caller)
-        case "GetSecret": try getSecret(call, item, caller)
-        case "SetSecret": try setSecret(call, item, caller)
-        default: throw .unknownMethod("no method \(call.member) on an item")
-        }
-    }
+    typealias ItemObject = (service: SecretService, collection: NodeID, item: NodeID, caller: RequestContext)
+
+    static let itemObject = BusObjectDeclaration<ItemObject>(called: "an item", interfaces: [
+        BusInterface(itemInterface, methods: [
+            BusMethod("Delete", out: [("Prompt", "o")]) { (object, call) throws(BusError) in
+                try object.service.deleteItem(call, object.item, in: object.collection, object.caller)
+            },
+            BusMethod("GetSecret", in: [("session", "o")], out: [("secret", "(oayays)")]) { (object, call) throws(BusError) in
+                try object.service.getSecret(call, object.item, object.caller)
+            },
+            BusMethod("SetSecret", in: [("secret", "(oayays)")]) { (object, call) throws(BusError) in
+                try object.service.setSecret(call, object.item, object.caller)
+            },
+        ], properties: [
+            BusProperty("Locked", "b") { (object) throws(BusError) in
+                let locked = object.service.isLocked(item: object.item)
+                return { (writer) throws(BusError) in try writer.bool(locked) }
+            },
+            BusProperty("Attributes", "a{ss}", read: { (object) throws(BusError) in
+                try object.service.attributesProperty(of: object.item, object.caller)
+            }, write: { (object, reader) throws(BusError) in
+                try object.service.setAttributes(of: object.item, from: &reader, object.caller)
+            }),
+            BusProperty("Label", "s", read: { (object) throws(BusError) in
+                try object.service.labelProperty(of: object.item, object.caller)
+            }, write: { (object, reader) throws(BusError) in
+                try object.service.setLabel(of: object.item, from: &reader, object.caller)
+            }),
+            BusProperty("Type", "s", read: { (object) throws(BusError) in
+                try object.service.typeProperty(of: object.item, object.caller)
+            }, write: { (object, reader) throws(BusError) in
+                try object.service.setType(of: object.item, from: &reader, object.caller)
+            }),
+            BusProperty("Created", "t") { (object) throws(BusError) in object.service.timeProperty(of: object.item) },
+            BusProperty("Modified", "t") { (object) throws(BusError) in object.service.timeProperty(of: object.item) },
+        ]),
+    ])
 
     /// Delete() → o prompt, as unlink(2) through the mount would.
     private func deleteItem(_ call: BusCall, _ item: NodeID, in collection: NodeID, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "")
         try requireUnlocked()
         let name = try vaultCall { () throws(VaultError) in try vault.name(of: item) }
         guard let name else { throw .noSuchObject(call.path) }
@@ -32,7 +61,6 @@ extension SecretService {
 
     /// GetSecret(o session) → (oayays).
     private func getSecret(_ call: BusCall, _ item: NodeID, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "o")
         var reader = call.arguments()
         let session = try sessions.session(at: try reader.objectPath(), for: call.sender)
         if isLocked(item: item) { throw .isLocked("the item is locked; unlock the vault first") }
@@ -46,7 +74,6 @@ extension SecretService {
 
     /// SetSecret((oayays)): the content and its type, in one transaction.
     private func setSecret(_ call: BusCall, _ item: NodeID, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "(oayays)")
         var reader = call.arguments()
         let secret = try sessions.readSecret(&reader, caller: call.sender)
         if isLocked(item: item) { throw .isLocked("the item is locked; unlock the vault first") }

@@ -3,26 +3,52 @@ import DBus
 import Support
 import VaultCore
 
-/// org.freedesktop.Secret.Service at /org/freedesktop/secrets.
+/// org.freedesktop.Secret.Service at /org/freedesktop/secrets: its declaration (from which
+/// dispatch, the signature check and introspection come) and its methods.
 extension SecretService {
-    func serviceCall(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        switch call.member {
-        case "OpenSession": try openSession(call)
-        case "CreateCollection": try createCollection(call, caller)
-        case "SearchItems": try searchItems(call, in: nil, caller)
-        case "Unlock": try unlock(call, caller)
-        case "Lock": try lock(call)
-        case "GetSecrets": try getSecrets(call, caller)
-        case "ReadAlias": try readAlias(call)
-        case "SetAlias": try setAlias(call, caller)
-        default: throw .unknownMethod("no method \(call.member) on the service")
-        }
-    }
+    typealias ServiceObject = (service: SecretService, caller: RequestContext)
+
+    static let serviceObject = BusObjectDeclaration<ServiceObject>(called: "the service", interfaces: [
+        BusInterface(serviceInterface, methods: [
+            BusMethod("OpenSession", in: [("algorithm", "s"), ("input", "v")], out: [("output", "v"), ("result", "o")]) {
+                (object, call) throws(BusError) in try object.service.openSession(call)
+            },
+            BusMethod("CreateCollection", in: [("properties", "a{sv}"), ("alias", "s")], out: [("collection", "o"), ("prompt", "o")]) {
+                (object, call) throws(BusError) in try object.service.createCollection(call, object.caller)
+            },
+            BusMethod("SearchItems", in: [("attributes", "a{ss}")], out: [("unlocked", "ao"), ("locked", "ao")]) {
+                (object, call) throws(BusError) in try object.service.searchItems(call, in: nil, object.caller)
+            },
+            BusMethod("Unlock", in: [("objects", "ao")], out: [("unlocked", "ao"), ("prompt", "o")]) {
+                (object, call) throws(BusError) in try object.service.unlock(call, object.caller)
+            },
+            BusMethod("Lock", in: [("objects", "ao")], out: [("locked", "ao"), ("Prompt", "o")]) {
+                (object, call) throws(BusError) in try object.service.lock(call)
+            },
+            BusMethod("GetSecrets", in: [("items", "ao"), ("session", "o")], out: [("secrets", "a{o(oayays)}")]) {
+                (object, call) throws(BusError) in try object.service.getSecrets(call, object.caller)
+            },
+            BusMethod("ReadAlias", in: [("name", "s")], out: [("collection", "o")]) {
+                (object, call) throws(BusError) in try object.service.readAlias(call)
+            },
+            BusMethod("SetAlias", in: [("name", "s"), ("collection", "o")]) {
+                (object, call) throws(BusError) in try object.service.setAlias(call, object.caller)
+            },
+        ], properties: [
+            BusProperty("Collections", "ao") { (object) throws(BusError) in
+                let paths = object.service.model.sortedCollections.map { SecretObject.collection($0).path }
+                return { (writer) throws(BusError) in try writer.objectPaths(paths) }
+            },
+        ], signals: [
+            BusSignal("CollectionCreated", [("collection", "o")]),
+            BusSignal("CollectionDeleted", [("collection", "o")]),
+            BusSignal("CollectionChanged", [("collection", "o")]),
+        ]),
+    ])
 
     /// CreateCollection(a{sv} properties, s alias) → (o collection, o prompt). Made at once,
     /// without a prompt; an alias already set returns its collection, as the spec says.
     private func createCollection(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "a{sv}s")
         var reader = call.arguments()
         let properties = try ItemProperties.read(&reader, interface: SecretService.collectionInterface)
         let alias = try reader.string()
@@ -71,7 +97,6 @@ extension SecretService {
     /// be searched (the attribute index is keyed): only items still readable while locked
     /// (after-first-unlock) are found then.
     func searchItems(_ call: BusCall, in collection: NodeID?, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "a{ss}")
         var reader = call.arguments()
         let pairs = try ItemProperties.readAttributes(&reader)
         let found = try vaultCall { () throws(VaultError) in try itemsMatching(pairs, in: collection) }
@@ -114,7 +139,6 @@ extension SecretService {
     /// Unlock(ao) → (ao unlocked, o prompt): everything at once when the vault is unlocked,
     /// else a prompt that asks for the passphrase.
     private func unlock(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "ao")
         var reader = call.arguments()
         let objects = try readObjectPaths(&reader)
         // Unlocking opens every door: a program the rules keep from the vault's top may not
@@ -135,7 +159,6 @@ extension SecretService {
 
     /// Lock(ao) → (ao locked, o prompt): the whole vault locks, as `keychainfs lock` does.
     private func lock(_ call: BusCall) throws(BusError) {
-        try expectSignature(call, "ao")
         var reader = call.arguments()
         let objects = try readObjectPaths(&reader)
         // A lock tells the kernel to drop the mount's caches, which may wait on a request
@@ -156,7 +179,6 @@ extension SecretService {
     /// GetSecrets(ao items, o session) → a{o(oayays)}: locked items, items that do not exist
     /// and items the rules keep from the caller are left out.
     private func getSecrets(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "aoo")
         var reader = call.arguments()
         let paths = try readObjectPaths(&reader)
         let session = try sessions.session(at: try reader.objectPath(), for: call.sender)
@@ -185,7 +207,6 @@ extension SecretService {
 
     /// ReadAlias(s) → o, "/" when the alias is not set.
     private func readAlias(_ call: BusCall) throws(BusError) {
-        try expectSignature(call, "s")
         var reader = call.arguments()
         let name = try reader.string()
         let path = model.aliases[name].map { SecretObject.collection($0).path } ?? SecretObject.none
@@ -194,7 +215,6 @@ extension SecretService {
 
     /// SetAlias(s name, o collection); "/" removes the alias.
     private func setAlias(_ call: BusCall, _ caller: RequestContext) throws(BusError) {
-        try expectSignature(call, "so")
         var reader = call.arguments()
         let name = try reader.string()
         let path = try reader.objectPath()

@@ -10,9 +10,11 @@ import VaultCore
 /// vault attributes (the mount's `user.` extended attributes), its label and content type
 /// item properties. Every call runs on the bus's loop thread (sd-bus is single-threaded), and
 /// so does every table here; the one exception, a confirmation or an unlock prompt's
-/// command, runs on a helper thread and posts its outcome back. Split by interface as
-/// gnome-keyring's daemon/dbus is: +Service, +Collection, +Item, +Sessions, +Prompts,
-/// +Properties, +Access.
+/// command, runs on a helper thread and posts its outcome back. One file per object as the
+/// specification names them, each with the one declaration its dispatch, signature checks
+/// and introspection come from (as oo7's server does): +Service, +Collection, +Item,
+/// +Session, +Prompt; the property values collections and items share in +Properties, who
+/// may do what in +Access, signals in +Changes.
 final class SecretService: @unchecked Sendable {
     static let busName = "org.freedesktop.secrets"
     /// Object paths one call may name (GetSecrets, Unlock, Lock).
@@ -23,8 +25,6 @@ final class SecretService: @unchecked Sendable {
     static let itemInterface = "org.freedesktop.Secret.Item"
     static let sessionInterface = "org.freedesktop.Secret.Session"
     static let promptInterface = "org.freedesktop.Secret.Prompt"
-    static let propertiesInterface = "org.freedesktop.DBus.Properties"
-    static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
 
     let bus: BusConnection
     let vault: Vault
@@ -60,59 +60,44 @@ final class SecretService: @unchecked Sendable {
         self.unlockCommand = unlockCommand
     }
 
-    /// Every method call to /org/freedesktop/secrets and below.
+    /// Every method call to /org/freedesktop/secrets and below, dispatched by the declaration
+    /// of the object its path names (one file each: +Service, +Collection, +Item, +Session,
+    /// +Prompt).
     func handle(_ call: BusCall) {
         do throws(BusError) {
             guard let object = SecretObject(path: call.path) else { throw .unknownObject(call.path) }
             let caller = try identify(call.sender)
-            if call.interface == SecretService.introspectableInterface {
-                guard call.member == "Introspect", call.signature.isEmpty else { throw .unknownMethod("\(call.interface).\(call.member)") }
-                let xml = try Introspection.xml(for: object, children: try children(of: object))
-                call.reply { (writer) throws(BusError) in try writer.string(xml) }
-                return
-            }
-            if call.interface == SecretService.propertiesInterface {
-                return try properties(call, object, caller)
-            }
             // Using the keyring is using the vault (reading properties, which desktop programs
             // poll, is not): the mount's idle lock counts from here.
-            locking.noteActivity()
+            if !BusStandardInterface.contains(call.interface) { locking.noteActivity() }
+            let below = { [self] in children(of: object) }
             switch object {
             case .service:
-                try expect(call, SecretService.serviceInterface)
-                try serviceCall(call, caller)
+                try SecretService.serviceObject.dispatch(call, children: below) { (self, caller) }
             case .directory:
-                throw .unknownMethod("\(call.path) only holds other objects")
+                try BusObjectDeclaration<Void>.container.dispatch(call, children: below) {}
             case .collection, .alias:
-                try expect(call, SecretService.collectionInterface)
-                try collectionCall(call, try existingCollection(object), caller)
+                try SecretService.collectionObject.dispatch(call, children: below) { () throws(BusError) in
+                    (self, try existingCollection(object), caller)
+                }
             case .item(let collection, let item):
-                try expect(call, SecretService.itemInterface)
-                try existingItem(item, in: collection)
-                try itemCall(call, collection: collection, item: item, caller)
+                try SecretService.itemObject.dispatch(call, children: below) { () throws(BusError) in
+                    try existingItem(item, in: collection)
+                    return (self, collection, item, caller)
+                }
             case .session(let id):
-                try expect(call, SecretService.sessionInterface)
-                try sessionCall(call, id)
+                try SecretService.sessionObject.dispatch(call, children: below) { () throws(BusError) in
+                    guard sessions.exists(id) else { throw .noSuchObject(call.path) }
+                    return (self, id)
+                }
             case .prompt(let id):
-                try expect(call, SecretService.promptInterface)
-                try promptCall(call, id)
+                try SecretService.promptObject.dispatch(call, children: below) { () throws(BusError) in
+                    guard prompts[id] != nil else { throw .noSuchObject(call.path) }
+                    return (self, id)
+                }
             }
         } catch {
             call.replyError(error)
-        }
-    }
-
-    /// The interface named by the call, if any (D-Bus lets a caller leave it out).
-    private func expect(_ call: BusCall, _ interface: String) throws(BusError) {
-        guard call.interface.isEmpty || call.interface == interface else {
-            throw .unknownMethod("no method \(call.interface).\(call.member) on \(call.path)")
-        }
-    }
-
-    /// Checks the argument signature before anything is read, so a wrong type is refused whole.
-    func expectSignature(_ call: BusCall, _ signature: String) throws(BusError) {
-        guard call.signature == signature else {
-            throw .invalidArgs("\(call.member) takes (\(signature)), not (\(call.signature))")
         }
     }
 
@@ -153,7 +138,7 @@ final class SecretService: @unchecked Sendable {
     }
 
     /// Object paths below `object`, for introspection.
-    private func children(of object: SecretObject) throws(BusError) -> [String] {
+    private func children(of object: SecretObject) -> [String] {
         switch object {
         case .service:
             return SecretObject.directories

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 @testable import KeychainFS
-@testable import Support
 import Testing
 
 /// Access rules through real mounts: who reads, who is refused, with what errno, and how fast a

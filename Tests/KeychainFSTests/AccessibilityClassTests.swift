@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A vault mounted with the environment given (a host key of its own), unmounted at the end.

@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// The attribute commands through the real binary: `set --attr`, `attr`, `find`, and the JSON

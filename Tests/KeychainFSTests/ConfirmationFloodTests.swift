@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A flood of readers against a `--confirm` rule, through a real mount: the dialogs on the

@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// A small tmpfs of our own, so "disk full" is real and not simulated.

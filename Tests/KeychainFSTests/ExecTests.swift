@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 @testable import KeychainFS
-@testable import Support
 import Testing
 import VaultCore
 

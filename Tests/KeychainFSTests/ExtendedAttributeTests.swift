@@ -1,7 +1,6 @@
 import CLinux
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// Extended attributes through the mount: the `user.` namespace is the vault's sealed item

@@ -1,6 +1,5 @@
 import CSQLite
 import Foundation
-@testable import Support
 import Testing
 @testable import VaultCore
 

@@ -1,7 +1,6 @@
 import CSQLite
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// Bad input through the mount and the CLI: each gets a clear errno or message and loses nothing.

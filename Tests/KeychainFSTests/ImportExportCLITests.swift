@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// `import pass|dotenv|dir|archive` and `export` through the real binary. Each command opens

@@ -1,7 +1,6 @@
 import CLinux
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A node's label and content type through the mount: the extended attributes

@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// `keychainfs member init` and `member show`.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A vault mounted by a member: opened and unlocked with the member key's passphrase.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// Eight processes at once on overlapping files and directories, and the CLI beside them.

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 @testable import KeychainFS
-@testable import Support
 import Testing
 
 /// `mount -t fuse.keychainfs` and fstab lines, through fuse3's mount.fuse3 as a system runs them.

@@ -1,7 +1,6 @@
 import CSQLite
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A daemon in the foreground (`-f`), as systemd runs it: our child, so its exit status is ours to see.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A small, seedable generator, so a failing run can be replayed from its seed.

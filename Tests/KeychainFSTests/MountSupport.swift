@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A vault mounted for one test, unmounted (and its files removed) when the test ends,

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// The mount as the system's own tools see it: named by its vault in the mount table, and a

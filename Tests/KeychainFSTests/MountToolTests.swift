@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// The tools people use on files, driven on the mount as a person would.

@@ -2,7 +2,6 @@ import CLinux
 import Foundation
 import Glibc
 @testable import KeychainFS
-@testable import Support
 import Testing
 
 /// Pages of the file at `path` that the kernel holds dirty (written, not yet on the disk): the

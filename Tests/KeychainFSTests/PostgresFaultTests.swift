@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Synchronization
 import Testing
 @testable import VaultCore

@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 @testable import VaultCore
 

@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// TLS to a server on another machine: libpq verifies the certificate and the host name.

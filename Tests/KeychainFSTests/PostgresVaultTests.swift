@@ -1,5 +1,4 @@
 import Foundation
-@testable import Support
 import Testing
 
 /// A vault in PostgreSQL through the command line and a mount, against a real server.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// `allow --exe` refuses a program that someone other than root could rewrite or replace (the

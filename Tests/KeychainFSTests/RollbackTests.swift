@@ -1,6 +1,5 @@
 import Foundation
 @testable import KeychainFS
-@testable import Support
 import Testing
 import VaultCore
 

@@ -1,7 +1,6 @@
 import CSQLite
 import Foundation
 @testable import KeychainFS
-@testable import Support
 import Testing
 
 /// `allow`, `disallow` and `rules` through the real binary; each command opens the vault anew,

@@ -3,7 +3,6 @@
 import Foundation
 import Glibc
 @testable import KeychainFS
-@testable import Support
 import Testing
 
 /// A stand-in for logind on a private bus: owns org.freedesktop.login1, answers

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A vault mounted with `--secret-service` on a private session bus of its own (a real

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 @testable import KeychainFS
 @testable import Keyring
-@testable import Support
 import Testing
 
 /// The Secret Service through real clients on a private bus, each item then checked through

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// The shipped systemd units, and the daemon under Type=notify as systemd runs it.

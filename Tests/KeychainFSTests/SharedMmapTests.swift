@@ -1,7 +1,6 @@
 import CLinux
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// Shared mappings (FUSE_DIRECT_IO_ALLOW_MMAP, negotiated by SharedMmapNegotiation): as on

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// Short secrets are held inline in Swift values (15 bytes or less) and so pass through

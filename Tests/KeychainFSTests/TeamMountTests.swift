@@ -1,7 +1,6 @@
 import CLinux
 import Foundation
 import Glibc
-@testable import Support
 import Synchronization
 import Testing
 

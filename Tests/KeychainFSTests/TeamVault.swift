@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-@testable import Support
 import Testing
 
 /// A team vault in a PostgreSQL server of its own, mounted twice by two members (ann and bob),

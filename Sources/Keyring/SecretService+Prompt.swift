@@ -2,27 +2,35 @@ import DBus
 import Support
 import VaultCore
 
-/// org.freedesktop.Secret.Prompt: the one prompt this service makes, for Unlock. Completing
-/// it runs the unlock command (`--extpass`) on a helper thread and unlocks with its output,
+/// org.freedesktop.Secret.Prompt: its declaration (from which dispatch, the signature check
+/// and introspection come), and the one prompt this service makes, for Unlock. Completing it
+/// runs the unlock command (`--extpass`) on a helper thread and unlocks with its output,
 /// the same unlock as `keychainfs unlock`; the bus keeps serving meanwhile. One command runs
 /// at a time: prompts completed while it runs wait for its outcome (one dialog, not many).
 extension SecretService {
-    func promptCall(_ call: BusCall, _ id: UInt64) throws(BusError) {
-        guard let prompt = prompts[id] else { throw .noSuchObject(call.path) }
-        guard prompt.owner == call.sender else { throw .accessDenied("this prompt belongs to another client") }
-        switch call.member {
-        case "Prompt":
-            try expectSignature(call, "s")
-            guard prompt.state == .waiting else { throw .failed("this prompt is already running") }
-            call.reply { _ in }
-            run(prompt: id)
-        case "Dismiss":
-            try expectSignature(call, "")
-            call.reply { _ in }
-            dismiss(prompt: id)
-        default:
-            throw .unknownMethod("no method \(call.member) on a prompt")
-        }
+    typealias PromptObject = (service: SecretService, id: UInt64)
+
+    /// Only the client a prompt was made for may run or dismiss it.
+    static let promptObject = BusObjectDeclaration<PromptObject>(called: "a prompt", interfaces: [
+        BusInterface(promptInterface, methods: [
+            BusMethod("Prompt", in: [("window-id", "s")]) { (object, call) throws(BusError) in
+                try object.service.begin(prompt: object.id, call)
+            },
+            BusMethod("Dismiss") { (object, call) throws(BusError) in
+                call.reply { _ in }
+                object.service.dismiss(prompt: object.id)
+            },
+        ], signals: [
+            BusSignal("Completed", [("dismissed", "b"), ("result", "v")]),
+        ]),
+    ], admit: { (object, call) throws(BusError) in
+        guard object.service.prompts[object.id]?.owner == call.sender else { throw .accessDenied("this prompt belongs to another client") }
+    })
+
+    private func begin(prompt id: UInt64, _ call: BusCall) throws(BusError) {
+        guard prompts[id]?.state == .waiting else { throw .failed("this prompt is already running") }
+        call.reply { _ in }
+        run(prompt: id)
     }
 
     private func run(prompt id: UInt64) {
@@ -82,7 +90,7 @@ extension SecretService {
     }
 
     private func emitCompleted(_ id: UInt64, dismissed: Bool, objects: [String]) {
-        try? bus.emitSignal(path: SecretObject.prompt(id).path, interface: SecretService.promptInterface, member: "Completed") {
+        try? SecretService.promptObject.emit("Completed", from: SecretObject.prompt(id).path, on: bus) {
             (writer) throws(BusError) in
             try writer.bool(dismissed)
             try writer.open("v", "ao")

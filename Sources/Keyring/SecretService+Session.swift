@@ -1,11 +1,19 @@
 import DBus
 import VaultCore
 
-/// OpenSession and org.freedesktop.Secret.Session.Close.
+/// org.freedesktop.Secret.Session: its declaration (from which dispatch, the signature check
+/// and introspection come), Close, and the Service's OpenSession that makes one.
 extension SecretService {
+    typealias SessionObject = (service: SecretService, id: UInt64)
+
+    static let sessionObject = BusObjectDeclaration<SessionObject>(called: "a session", interfaces: [
+        BusInterface(sessionInterface, methods: [
+            BusMethod("Close") { (object, call) throws(BusError) in try object.service.close(session: object.id, call) },
+        ]),
+    ])
+
     /// OpenSession(s algorithm, v input) → (v output, o result).
     func openSession(_ call: BusCall) throws(BusError) {
-        try expectSignature(call, "sv")
         var reader = call.arguments()
         let name = try reader.string()
         guard let algorithm = TransportAlgorithm(name: name) else {
@@ -44,10 +52,7 @@ extension SecretService {
         }
     }
 
-    func sessionCall(_ call: BusCall, _ id: UInt64) throws(BusError) {
-        guard sessions.exists(id) else { throw .noSuchObject(call.path) }
-        guard call.member == "Close" else { throw .unknownMethod("no method \(call.member) on a session") }
-        try expectSignature(call, "")
+    private func close(session id: UInt64, _ call: BusCall) throws(BusError) {
         guard sessions.owner(of: id) == call.sender else { throw .accessDenied("this session belongs to another client") }
         sessions.close(id)
         call.reply { _ in }
