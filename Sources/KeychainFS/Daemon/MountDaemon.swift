@@ -36,6 +36,7 @@ enum MountDaemon {
         if let readyFD {
             _ = setsid()
             closeInheritedDescriptors(keeping: [0, 1, 2, readyFD] + (passphraseFD.map { [$0] } ?? []))
+            JournalStderr.attach()
         }
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)
