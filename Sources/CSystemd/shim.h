@@ -3,6 +3,8 @@
 #include <systemd/sd-bus.h>
 /* sd_notify for Type=notify units: READY=1 once the mount serves, STOPPING=1 at unmount. */
 #include <systemd/sd-daemon.h>
+/* sd_journal_stream_fd: the background daemon's stderr, so a crash's last words are kept. */
+#include <systemd/sd-journal.h>
 /* The loop that drives sd-bus is woken through an eventfd; Swift's Glibc module lacks it. */
 #include <sys/eventfd.h>
 

@@ -72,8 +72,10 @@ package enum BackgroundLaunch {
         let arguments = ["keychainfs", "mount", daemonFlag, mountpoint]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let environment = daemonEnvironment()
+        defer { environment.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environ)
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, environment + [nil])
         close(ready.write)
         close(secretPipe.read)
         close(requestPipe.read)
@@ -106,6 +108,25 @@ package enum BackgroundLaunch {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: .mountFailure)
+    }
+
+    /// The Swift runtime's crash report, which goes to the journal with the daemon's stderr
+    /// (`JournalStderr`), without the register dump and the memory it points at (key bytes, as
+    /// likely as any) or the list of loaded images: the frames only. The runtime reads this at
+    /// start, so the daemon is given it; later keys win over the caller's own.
+    static let crashReport = "registers=none,images=none,sanitize=yes,interactive=no"
+
+    /// This process's environment, with `crashReport` added to SWIFT_BACKTRACE.
+    private static func daemonEnvironment() -> [UnsafeMutablePointer<CChar>?] {
+        let prefix = "SWIFT_BACKTRACE="
+        let own = getenv("SWIFT_BACKTRACE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        var entries: [UnsafeMutablePointer<CChar>?] = [strdup(prefix + (own.map { $0 + "," } ?? "") + crashReport)]
+        var entry = environ
+        while let variable = entry.pointee {
+            if strncmp(variable, prefix, prefix.utf8.count) != 0 { entries.append(strdup(variable)) }
+            entry += 1
+        }
+        return entries
     }
 
     private static func makePipe() throws(CommandFailure) -> (read: Int32, write: Int32) {

@@ -40,6 +40,7 @@ package enum MountDaemon {
         if let readyFD {
             _ = setsid()
             closeInheritedDescriptors(keeping: [0, 1, 2, readyFD] + (passphraseFD.map { [$0] } ?? []))
+            JournalStderr.attach()
         }
         do throws(CommandFailure) {
             try serve(request, passphraseFD: passphraseFD, channel: channel)

@@ -68,9 +68,9 @@ extension MountOption {
             .flag("quiet", short: "q",
                   help: "Print nothing on success (a mount(8) helper's way; the `VAULT MOUNTPOINT -o OPTIONS` form is always quiet).", \.quiet),
             // Mount flags the kernel enforces (`-o ro`, `-o noexec`); mount(8)'s alone.
-            MountOption(name: "kernel-option", value: .repeated(choices: ["noexec", "ro"]), isPublic: false, help: "") {
+            MountOption(name: "kernel-option", value: .repeated(choices: kernelFlags), isPublic: false, help: "") {
                 request, text throws(Refusal) in
-                guard ["noexec", "ro"].contains(text) else { throw Refusal(takes: "takes noexec or ro, not \(text)") }
+                guard kernelFlags.contains(text) else { throw Refusal(takes: "takes \(kernelFlags.joined(separator: " or ")), not \(text)") }
                 request.kernelOptions.append(text)
             },
             MountOption(name: "passphrase-file", word: "passfile", value: .text(valueName: nil), sharedWithEveryCommand: true, help: "") {
@@ -82,6 +82,9 @@ extension MountOption {
             },
         ]
     }
+
+    /// Mount flags the kernel enforces on the mount itself.
+    static let kernelFlags = ["noexec", "ro"]
 
     /// What no one option can say alone: why the options of `request` do not go together.
     package static func conflict(in request: MountRequest) -> String? {

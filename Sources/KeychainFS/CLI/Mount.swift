@@ -39,8 +39,9 @@ struct Mount: ParsableCommand {
         if request.foreground { MountDaemon.serve(request, passphraseFD: nil, readyFD: nil) }
         try reportingFailures { () throws(CommandFailure) in
             try BackgroundLaunch.launch(request) { creating throws(VaultError) in
-                try vault.passphrase(prompt: creating ? "New passphrase for \(request.vault.location): " : "Passphrase: ",
-                                     confirm: creating)
+                try SecretInput.passphrase(file: request.vault.passphraseFile, command: request.vault.passphraseCommand,
+                                           prompt: creating ? "New passphrase for \(request.vault.location): " : "Passphrase: ",
+                                           confirm: creating)
             }
         }
     }
