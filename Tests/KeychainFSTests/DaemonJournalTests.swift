@@ -1,5 +1,4 @@
 import Foundation
-@testable import KeychainFS
 import Glibc
 import Testing
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+@testable import Daemon
 import Foundation
 @testable import KeychainFS
 import Testing
