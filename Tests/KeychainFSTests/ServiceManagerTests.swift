@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import Daemon
 import Testing
 
 /// The shipped systemd units, and the daemon under Type=notify as systemd runs it.
@@ -34,6 +35,14 @@ import Testing
     }
 
     /// The check above can fail: systemd-analyze only warns about a directive it cannot parse.
+    /// A foreground daemon's stderr is the journal: its crash report must leave out registers
+    /// and the memory they point at, as the background daemon's does.
+    @Test(arguments: ["keychainfs@.service", "keychainfs-secret-service.service"])
+    func theUnitsKeepKeysOutOfCrashReports(_ unit: String) throws {
+        let text = try String(contentsOfFile: Self.dist + "/" + unit, encoding: .utf8)
+        #expect(text.contains("Environment=SWIFT_BACKTRACE=" + BackgroundLaunch.crashReport + "\n"))
+    }
+
     @Test func verifyingReportsAMistakeInTheUnit() throws {
         let broken = try Self.unitForThisBuild("keychainfs@.service").replacingOccurrences(of: "Type=notify", with: "Type=notfy")
         let result = try Self.verify(broken, file: "keychainfs@.service", unit: "keychainfs@secrets.service")
