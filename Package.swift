@@ -20,7 +20,13 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSQLite", "CLinux", "CPostgres"]),
+        // The storage protocol and the rows it speaks (ciphertext, tags, ids): what VaultCore's
+        // record layer and the engines share. The engines know nothing else of VaultCore, and
+        // VaultCore no SQL: only the engines see CSQLite and CPostgres.
+        .target(name: "VaultStorageKit"),
+        .target(name: "StorageSQLite", dependencies: ["VaultStorageKit", "CSQLite"]),
+        .target(name: "StoragePostgres", dependencies: ["VaultStorageKit", "CPostgres"]),
+        .target(name: "VaultCore", dependencies: ["VaultStorageKit", "StorageSQLite", "StoragePostgres", "CSodium", "CLinux"]),
         .executableTarget(
             name: "KeychainFS",
             dependencies: [

@@ -3,6 +3,7 @@ import Glibc
 @testable import KeychainFS
 import Synchronization
 import Testing
+@testable import StoragePostgres
 @testable import VaultCore
 
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with

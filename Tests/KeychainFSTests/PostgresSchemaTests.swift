@@ -1,6 +1,7 @@
 import Foundation
 @testable import KeychainFS
 import Testing
+@testable import StoragePostgres
 @testable import VaultCore
 
 /// The tables' layout upgrades in numbered steps, as the file format does.
