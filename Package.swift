@@ -35,8 +35,11 @@ let package = Package(
             ]
         ),
 
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
-        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "VaultCore", "CSQLite", "CLinux"]),
+        // What both test targets share: running programs, a PostgreSQL server of their own, and
+        // the one way per engine to reach a vault's raw rows (StorageEngine, RawRows).
+        .target(name: "TestSupport", dependencies: ["CSQLite", "CPostgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "TestSupport", "StorageSQLite", "StoragePostgres", "CSQLite", "CSodium"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "VaultCore", "TestSupport", "StoragePostgres", "CSQLite", "CLinux"]),
     ],
     swiftLanguageModes: [.v6]
 )
