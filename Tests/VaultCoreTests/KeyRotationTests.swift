@@ -260,8 +260,9 @@ import Testing
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func thisDeviceOnlyIsRefusedInAVaultWithMembers() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func thisDeviceOnlyIsRefusedInAVaultWithMembers(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         setenv("KEYCHAINFS_HOST_KEY", scratch.directory + "/host.key", 1)
         defer { unsetenv("KEYCHAINFS_HOST_KEY") }
         let vault = try makeVault(scratch)

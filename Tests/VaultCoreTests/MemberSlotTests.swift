@@ -32,8 +32,9 @@ import Testing
         #expect(try asBob.verify().isEmpty)
     }
 
-    @Test func namesAndKeysAreUnique() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func namesAndKeysAreUnique(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob")
         try vault.addMember(name: "alice", publicKey: alice.publicKey)

@@ -92,8 +92,9 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.executable(path: "rel", device: 1, inode: 2, fingerprint: nil))])) == nil, "relative path")
     }
 
-    @Test func theRulesStampChangesWithTheRulesOnly() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func theRulesStampChangesWithTheRulesOnly(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let mount = try makeVault(scratch)
         try mount.store(secret("t"), at: path("app/token"))
         let first = try mount.rulesStamp()
@@ -135,8 +136,9 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(!contains(bytes, Array("canary-unit-name".utf8)))
     }
 
-    @Test func aRenameCarriesItsRules() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aRenameCarriesItsRules(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("t"), at: path("app/token"))
         try vault.makeDictionary(at: path("elsewhere"), withIntermediates: false)
