@@ -69,6 +69,13 @@ final class PostgresRawRows: RawRows {
         try execute("DELETE FROM \(table) WHERE vault = $1 AND (\(condition))")
     }
 
+    func insertCopies(_ table: String, setting column: String, to value: Int64, keeping columns: [String],
+                      where condition: String) throws {
+        let kept = columns.joined(separator: ", ")
+        try execute("INSERT INTO \(table) (vault, \(column), \(kept)) SELECT vault, \(value), \(kept) FROM \(table) "
+                    + "WHERE vault = $1 AND (\(condition))")
+    }
+
     func vaultBlob(_ column: String) throws -> [UInt8]? {
         PostgresRawRows.bytes(try execute("SELECT \(column) FROM vaults WHERE name = $1").first?[0] ?? nil)
     }

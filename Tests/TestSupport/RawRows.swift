@@ -11,6 +11,10 @@ package protocol RawRows {
     /// Runs `UPDATE table SET assignments WHERE condition` (integers and NULLs).
     func update(_ table: String, set assignments: String, where condition: String) throws
     func delete(_ table: String, where condition: String) throws
+    /// Inserts a copy of each row of `table` matching `condition` with `column` set to `value`
+    /// and `columns` as they were: rows copied onto another node, say.
+    func insertCopies(_ table: String, setting column: String, to value: Int64, keeping columns: [String],
+                      where condition: String) throws
     /// A column of the vault's own row.
     func vaultBlob(_ column: String) throws -> [UInt8]?
     func setVaultBlob(_ column: String, _ bytes: [UInt8]?) throws

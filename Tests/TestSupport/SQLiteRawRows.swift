@@ -61,6 +61,12 @@ final class SQLiteRawRows: RawRows {
         try statement("DELETE FROM \(table) WHERE \(condition)")
     }
 
+    func insertCopies(_ table: String, setting column: String, to value: Int64, keeping columns: [String],
+                      where condition: String) throws {
+        let kept = columns.joined(separator: ", ")
+        try statement("INSERT INTO \(table) (\(column), \(kept)) SELECT \(value), \(kept) FROM \(table) WHERE \(condition)")
+    }
+
     func vaultBlob(_ column: String) throws -> [UInt8]? {
         var value: [UInt8]? = nil
         try statement("SELECT \(column) FROM vault") { value = SQLiteRawRows.blob($0, 0) }
