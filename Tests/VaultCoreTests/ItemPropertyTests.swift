@@ -102,7 +102,8 @@ import VaultCore
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func userAttributeNamesCannotReachAProperty() throws {
+    @Test(arguments: StorageEngine.all)
+    func userAttributeNamesCannotReachAProperty(engine: StorageEngine) throws {
         // A property is stored under a name starting with NUL; no public way makes one.
         #expect(throws: VaultError.invalidName("an attribute name cannot contain a NUL byte")) {
             try AttributeName(bytes: [0] + Array("label".utf8))
@@ -111,7 +112,7 @@ import VaultCore
         #expect(throws: VaultError.invalidName("an attribute name cannot contain a NUL byte")) {
             try ([0] + Array("label".utf8)).withUnsafeBytes { raw in _ = try AttributeName(bytes: raw) }
         }
-        let scratch = Scratch()
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let id = try vault.store(secret("v"), at: path("a")).id
         try vault.setProperty(.label, to: secret("the label"), of: id)
