@@ -26,12 +26,20 @@ let package = Package(
         .target(name: "SystemCalls", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
         // Mutexes with their place in the one lock order, checked by debug builds.
         .target(name: "Locking"),
-        .target(name: "VaultCore", dependencies: ["Locking", "SystemCalls", "CSodium", "CSQLite", "CLinux", "CPostgres"]),
+        // The storage protocol and the rows it speaks (ciphertext, tags, ids): what VaultCore's
+        // record layer and the engines share. The engines know nothing else of VaultCore, and
+        // VaultCore no SQL: only the engines see CSQLite and CPostgres.
+        .target(name: "VaultStorageKit"),
+        .target(name: "StorageSQLite", dependencies: ["VaultStorageKit", "CSQLite"]),
+        .target(name: "StoragePostgres", dependencies: ["VaultStorageKit", "CPostgres"]),
+        .target(name: "VaultCore", dependencies: [
+            "Locking", "SystemCalls", "VaultStorageKit", "StorageSQLite", "StoragePostgres", "CSodium", "CLinux",
+        ]),
 
         // The daemon's layers, each a module: an import that points up a layer does not compile.
         // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
         .target(name: "Support", dependencies: ["Locking", "SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
-        // sd-bus: messages, calls and errors; knows nothing of secrets.
+        // sd-bus: messages, calls and errors, and objects declared once; knows nothing of secrets.
         .target(name: "DBus", dependencies: ["Locking", "Support", "CSystemd"]),
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
         .target(name: "Admission", dependencies: ["Locking", "VaultCore", "Support", "CLinux"]),
@@ -52,11 +60,15 @@ let package = Package(
             ]
         ),
 
+        // What the test targets share: running programs, a PostgreSQL server of their own, and
+        // the one way per engine to reach a vault's raw rows (StorageEngine, RawRows).
+        .target(name: "TestSupport", dependencies: ["CSQLite", "CPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "CSQLite", "CSodium"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "TestSupport", "StorageSQLite", "StoragePostgres", "CSQLite", "CSodium"]),
         .testTarget(name: "KeychainFSTests", dependencies: [
-            "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore", "CSQLite", "CLinux",
+            "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore",
+            "TestSupport", "StoragePostgres", "CSQLite", "CLinux",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -7,7 +7,7 @@ extension Vault {
     /// Linux's limit on one value (XATTR_SIZE_MAX).
     public static let maximumAttributeValueBytes = 64 << 10
     /// A node's attributes, names and values counted together: what one node may hold.
-    public static let maximumAttributeBytesPerNode = 256 << 10
+    public static let maximumAttributeBytesPerNode = VaultFormat.maximumAttributeBytesPerNode
 
     // MARK: by node
 

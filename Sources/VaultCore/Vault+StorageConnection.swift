@@ -1,3 +1,5 @@
+import StoragePostgres
+
 extension Vault {
     /// Calls `observer` once when the storage loses its connection to its server and once when
     /// a later call has connected again. Only a vault in PostgreSQL has a connection; for a

@@ -43,61 +43,10 @@ let keychainfsBinary: String = {
     return copy
 }()
 
-/// A child that exits before reading its input must not kill the test runner with SIGPIPE.
-let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
-
-struct RunResult {
-    let status: Int32
-    let stdout: Data
-    let stderr: String
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+extension RunResult {
     /// The status as a row of keychainfs's table (nil for one it does not have). Qualified:
     /// Swift Testing has an ExitStatus of its own.
     var exitStatus: Support.ExitStatus? { Support.ExitStatus(rawValue: status) }
-}
-
-/// Runs a command to completion, feeding `stdin`, and collects its output.
-@discardableResult
-func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-         directory: String? = nil) throws -> RunResult {
-    ignoreBrokenPipes
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    env.removeValue(forKey: "KEYCHAINFS_VAULT")
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    // Output goes to files, so a chatty child never blocks on a full pipe.
-    let outPath = NSTemporaryDirectory() + "kfs-out-" + UUID().uuidString
-    let errPath = outPath + ".err"
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(atPath: outPath)
-        try? FileManager.default.removeItem(atPath: errPath)
-    }
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-    try process.run()
-    try out.close()
-    try err.close()
-    if let stdin {
-        let writer = input.fileHandleForWriting
-        DispatchQueue.global().async {
-            try? writer.write(contentsOf: stdin)  // the child may exit without reading it all
-            try? writer.close()
-        }
-    }
-    process.waitUntilExit()
-    let outData = try Data(contentsOf: URL(fileURLWithPath: outPath))
-    let errData = try Data(contentsOf: URL(fileURLWithPath: errPath))
-    return RunResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
 }
 
 /// A scratch directory holding a vault and a passphrase file, with the CLI bound to them.

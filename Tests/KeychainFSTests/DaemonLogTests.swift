@@ -6,16 +6,6 @@ import Synchronization
 import Testing
 import VaultCore
 
-/// Polls `condition` until it holds or `seconds` pass; whether it held.
-func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
-
 /// The status a control request is refused with, through the client the commands use.
 func refusal(of request: String, at mountpoint: String) -> Support.ExitStatus? {
     do {

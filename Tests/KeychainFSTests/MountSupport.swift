@@ -47,10 +47,7 @@ final class MountFixture {
     }
 }
 
-struct FixtureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
+
 
 func isMounted(_ mountpoint: String) -> Bool {
     let mounts = procText("/proc/self/mounts")

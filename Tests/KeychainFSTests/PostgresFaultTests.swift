@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+@testable import StoragePostgres
 @testable import VaultCore
 
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import StoragePostgres
 @testable import VaultCore
 
 /// The tables' layout upgrades in numbered steps, as the file format does.

@@ -12,8 +12,8 @@ struct AccessLogTests {
                        unit: "test.scope", path: path.map { try! VaultPath($0) }, access: access, decision: decision)
     }
 
-    private func sequences(_ file: String) -> [Int64] {
-        withRawDatabase(file) { db in rawBlobs(db, "SELECT sequence, sealed FROM access_log ORDER BY sequence").map(\.0) }
+    private func sequences(_ scratch: Scratch) throws -> [Int64] {
+        try scratch.rawRows().blobs("access_log", "sealed", key: "sequence", where: "true").map(\.0)
     }
 
     private func setSealed(_ db: OpaquePointer, sequence: Int64, _ bytes: [UInt8]) {
@@ -25,8 +25,9 @@ struct AccessLogTests {
         precondition(sqlite3_step(statement) == SQLITE_DONE && sqlite3_changes(db) == 1)
     }
 
-    @Test func entriesRoundTripThroughSealedBatches() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func entriesRoundTripThroughSealedBatches(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("x"), at: path("app/token"))
         let node = try vault.node(at: path("app/token")).id
@@ -58,8 +59,9 @@ struct AccessLogTests {
         #expect(try vault.accessLogSummary() == AccessLogSummary(batches: 2, entries: 7, lastSequence: 2))
     }
 
-    @Test func aLockedVaultAppendsWithTheSealerAlone() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aLockedVaultAppendsWithTheSealerAlone(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let sealer = try vault.accessLogSealer()
         vault.lock()
@@ -121,33 +123,35 @@ struct AccessLogTests {
         #expect(try vault.verify().map(\.description) == problems)
     }
 
-    @Test func prunedByAgeAndByCountOldestFirst() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func prunedByAgeAndByCountOldestFirst(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let now = Timestamp.now().seconds
         let day: Int64 = 86_400
         try vault.appendAccessLog([entry("old", at: now - 40 * day)])
         try vault.appendAccessLog([entry("older-than-ten", at: now - 11 * day)])
         try vault.appendAccessLog([entry("recent", at: now - day)])
-        #expect(sequences(scratch.vaultPath) == [2, 3])
+        #expect(try sequences(scratch) == [2, 3])
         try vault.appendAccessLog([entry("now")], bounds: AccessLogBounds(days: 10, entries: 100))
-        #expect(sequences(scratch.vaultPath) == [3, 4])
+        #expect(try sequences(scratch) == [3, 4])
         // By count: batches of 2, 3 and 4 entries with a bound of 5 keep the newest only, and
         // the newest is kept even over the bound.
         try vault.appendAccessLog([entry("x"), entry("y")])
         try vault.appendAccessLog([entry("x"), entry("y"), entry("z")], bounds: AccessLogBounds(days: 30, entries: 5))
-        #expect(sequences(scratch.vaultPath) == [5, 6])
+        #expect(try sequences(scratch) == [5, 6])
         try vault.appendAccessLog((0..<6).map { _ in entry("w") }, bounds: AccessLogBounds(days: 30, entries: 5))
-        #expect(sequences(scratch.vaultPath) == [7])
+        #expect(try sequences(scratch) == [7])
         #expect(try vault.accessLog().problems.isEmpty)
         #expect(try vault.verify().isEmpty)
         // Disabled: nothing is written.
         try vault.appendAccessLog([entry("off")], bounds: AccessLogBounds(days: 0, entries: 100))
-        #expect(sequences(scratch.vaultPath) == [7])
+        #expect(try sequences(scratch) == [7])
     }
 
-    @Test func sinceSelectsByTime() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func sinceSelectsByTime(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let now = Timestamp.now().seconds
         try vault.appendAccessLog([entry("early", at: now - 7200), entry("late", at: now - 60)])
@@ -169,8 +173,9 @@ struct AccessLogTests {
         #expect(try vault.accessLog().entries.count == 2)
     }
 
-    @Test func aWrongPassphraseReadsNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aWrongPassphraseReadsNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.appendAccessLog([entry("a")])
         #expect(throws: VaultError.wrongPassphrase) { try reopen(scratch, with: "wrong").accessLog() }

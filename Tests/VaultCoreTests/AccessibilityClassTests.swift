@@ -17,8 +17,9 @@ private func classFixturePassphrase() throws -> SecureBuffer {
 /// Every test here that touches a this-device-only item points KEYCHAINFS_HOST_KEY at a scratch
 /// file first; they run one at a time, since the variable is the process's.
 @Suite(.serialized) struct AccessibilityClassTests {
-    @Test func classesRoundTripAndDictionaryDefaultsApplyToNewItems() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func classesRoundTripAndDictionaryDefaultsApplyToNewItems(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         setenv("KEYCHAINFS_HOST_KEY", scratch.directory + "/host.key", 1)
         defer { unsetenv("KEYCHAINFS_HOST_KEY") }
         let vault = try makeVault(scratch)
@@ -60,8 +61,9 @@ private func classFixturePassphrase() throws -> SecureBuffer {
         #expect(try reopened.verify().isEmpty)
     }
 
-    @Test func aLockKeepsOnlyWhatAfterFirstUnlockItemsNeed() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aLockKeepsOnlyWhatAfterFirstUnlockItemsNeed(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("canary"), at: path("apps/plain"))
         try vault.store(secret("unlocked"), at: path("apps/svc/token"), accessibility: .afterFirstUnlock)
@@ -100,8 +102,9 @@ private func classFixturePassphrase() throws -> SecureBuffer {
         #expect(throws: VaultError.locked) { try vault.lookup(name("apps"), in: .root) }
     }
 
-    @Test func withoutAfterFirstUnlockItemsALockKeepsNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func withoutAfterFirstUnlockItemsALockKeepsNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("x"), at: path("plain"))
         vault.lock()

@@ -37,8 +37,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
 }
 
 @Suite struct AttributeTests {
-    @Test func setGetListAndRemoveByNodeAndByPath() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func setGetListAndRemoveByNodeAndByPath(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let item = try vault.store(secret("v"), at: path("app/token"))
         try vault.setAttribute(attributeName("service"), to: secret("github"), of: item.id, mode: .createOrReplace)
@@ -92,8 +93,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
         #expect(throws: VaultError.notFound("b")) { try vault.attributes(at: path("b")) }
     }
 
-    @Test func namesAreCheckedAndLimitsStoreNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func namesAreCheckedAndLimitsStoreNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let id = try vault.store(secret("v"), at: path("a")).id
 
@@ -144,8 +146,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func changingAttributesSetsTheChangeTimeOnly() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func changingAttributesSetsTheChangeTimeOnly(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let item = try vault.store(secret("v"), at: path("a"))
         usleep(2000)
@@ -161,8 +164,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
         #expect(try vault.node(item.id).attributes == stored.attributes)
     }
 
-    @Test func storeSetsValueAndAttributesTogetherAndKeepsOthers() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func storeSetsValueAndAttributesTogetherAndKeepsOthers(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("one"), at: path("mail/work"), attributes: [pair("service", "imap"), pair("account", "me")])
         try vault.store(secret("two"), at: path("mail/work"), attributes: [pair("account", "you"), pair("label", "Work mail")])
@@ -216,8 +220,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func findMatchesEveryPairExactly() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func findMatchesEveryPairExactly(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("1"), at: path("z/github"), attributes: [pair("service", "github"), pair("account", "alice")])
         try vault.store(secret("2"), at: path("a/github"), attributes: [pair("service", "github"), pair("account", "bob")])
@@ -238,8 +243,9 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
         #expect(throws: VaultError.self) { try vault.find([]) }
     }
 
-    @Test func findOnTwoThousandItemsFindsEachOnce() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func findOnTwoThousandItemsFindsEachOnce(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         for i in 0..<2000 {
             try vault.store(secret("s\(i)"), at: path("d\(i % 20)/s\(i)"),

@@ -34,8 +34,9 @@ import VaultCore
         return lines
     }
 
-    @Test func aBatchRoundTripsThroughExport() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aBatchRoundTripsThroughExport(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let unit = try Principal.unit(named: "backup.service")
         try vault.importEntries([
@@ -45,7 +46,7 @@ import VaultCore
                           label: secret("Token"), contentType: secret("text/plain"), rules: [AccessRule(unit, confirm: true)]),
             PortableEntry(item: path("deep/er/key"), content: secret("k"), accessibility: .whenUnlocked),
         ], replacing: false)
-        let second = Scratch()
+        let second = try Scratch(engine)
         let copy = try makeVault(second)
         var entries: [PortableEntry] = []
         let skipped = try vault.exportEntries(excluding: [.thisDeviceOnly]) { (entry, _) throws(VaultError) in entries.append(entry) }
@@ -64,8 +65,9 @@ import VaultCore
         #expect(try describe(copy) == expected)
     }
 
-    @Test func aFailureLeavesTheVaultAsItWasAndNamesTheEntry() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aFailureLeavesTheVaultAsItWasAndNamesTheEntry(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("keep"), at: path("b"))
         let before = try describe(vault)
@@ -83,7 +85,7 @@ import VaultCore
         #expect(try describe(vault) == before)
         #expect(try describe(reopen(scratch)) == before)
         // Over the item size limit in the middle: nothing either.
-        let small = Scratch()
+        let small = try Scratch(engine)
         let limited = try makeVault(small, itemSizeLimit: 4)
         #expect(throws: ImportFailure.self) {
             try limited.importEntries([PortableEntry(item: path("x/ok"), content: secret("ok")),
@@ -92,8 +94,9 @@ import VaultCore
         #expect(try describe(limited) == ["/ dictionary -"])
     }
 
-    @Test func replacingReplacesAnItemWhole() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func replacingReplacesAnItemWhole(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("old"), at: path("d/i"), attributes: [attribute("old", "1")])
         try vault.setProperty(.label, to: secret("Old"), at: path("d/i"))

@@ -21,8 +21,9 @@ import VaultCore
 
     // MARK: properties
 
-    @Test func propertiesAreSetReadAndRemovedApartFromAttributes() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func propertiesAreSetReadAndRemovedApartFromAttributes(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let item = try vault.store(secret("v"), at: path("login/github"), attributes: [pair("service", "github")])
         #expect(try bytes(vault, .label, of: item.id) == nil)
@@ -75,8 +76,9 @@ import VaultCore
         #expect(try reopened.verify().isEmpty)
     }
 
-    @Test func propertiesAreLimitedLikeAttributeValues() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func propertiesAreLimitedLikeAttributeValues(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let id = try vault.store(secret("v"), at: path("a")).id
         let limit = Vault.maximumAttributeValueBytes
@@ -100,7 +102,8 @@ import VaultCore
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func userAttributeNamesCannotReachAProperty() throws {
+    @Test(arguments: StorageEngine.all)
+    func userAttributeNamesCannotReachAProperty(engine: StorageEngine) throws {
         // A property is stored under a name starting with NUL; no public way makes one.
         #expect(throws: VaultError.invalidName("an attribute name cannot contain a NUL byte")) {
             try AttributeName(bytes: [0] + Array("label".utf8))
@@ -109,7 +112,7 @@ import VaultCore
         #expect(throws: VaultError.invalidName("an attribute name cannot contain a NUL byte")) {
             try ([0] + Array("label".utf8)).withUnsafeBytes { raw in _ = try AttributeName(bytes: raw) }
         }
-        let scratch = Scratch()
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let id = try vault.store(secret("v"), at: path("a")).id
         try vault.setProperty(.label, to: secret("the label"), of: id)
@@ -122,8 +125,9 @@ import VaultCore
 
     // MARK: attributes at once
 
-    @Test func attributesAreReadAndReplacedAtOnce() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func attributesAreReadAndReplacedAtOnce(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let id = try vault.store(secret("v"), at: path("a"), attributes: [pair("b", "2"), pair("a", "1"), pair("gone", "x")]).id
         try vault.setProperty(.label, to: secret("kept"), of: id)
@@ -157,8 +161,9 @@ import VaultCore
 
     // MARK: whole items
 
-    @Test func createItemStoresEverythingWithTheDictionarysClass() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func createItemStoresEverythingWithTheDictionarysClass(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         _ = try vault.makeDictionary(named: ItemName("login"), in: .root)
         try vault.setClass(.afterFirstUnlock, at: path("login"))
@@ -232,8 +237,9 @@ import VaultCore
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func replaceItemReplacesEverythingOrNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func replaceItemReplacesEverythingOrNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.setClass(.afterFirstUnlock, at: .root)
         let created = try vault.createItem(named: ItemName("token"), in: .root, content: secret("old secret"),
@@ -278,8 +284,9 @@ import VaultCore
 
     // MARK: search
 
-    @Test func findItemsWithAndWithoutAParent() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func findItemsWithAndWithoutAParent(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let one = try vault.store(secret("1"), at: path("login/one"), attributes: [pair("service", "github"), pair("user", "me")])
         let two = try vault.store(secret("2"), at: path("login/two"), attributes: [pair("service", "github"), pair("user", "you")])
@@ -316,8 +323,9 @@ import VaultCore
         String(decoding: try name(vault, Array(label.utf8), in: parent), as: UTF8.self)
     }
 
-    @Test func itemNamesFromLabels() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func itemNamesFromLabels(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         #expect(try name(vault, "GitHub (me)") == "GitHub (me)")
         #expect(try name(vault, "Zoë’s Wi‑Fi ✓") == "Zoë’s Wi‑Fi ✓")
@@ -335,8 +343,9 @@ import VaultCore
         #expect(try name(vault, [0x61, 0xFF, 0x62, 0xC3, 0x63, 0xE2, 0x82]) == Array("a_b_c_".utf8))
     }
 
-    @Test func longLabelsAreCutOnACharacterBoundary() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func longLabelsAreCutOnACharacterBoundary(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         // 2-byte characters: 255 bytes would end inside one.
         let made = try name(vault, Array(String(repeating: "é", count: 200).utf8))
@@ -356,8 +365,9 @@ import VaultCore
         #expect(try name(vault, spaced) == String(repeating: "a", count: 252) + " 2")
     }
 
-    @Test func takenNamesGetANumber() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func takenNamesGetANumber(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let login = try vault.makeDictionary(named: ItemName("login"), in: .root).id
         for expected in ["Login", "Login 2", "Login 3"] {
@@ -377,8 +387,9 @@ import VaultCore
 
     // MARK: opened without the passphrase
 
-    @Test func openLockedThenUnlock() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func openLockedThenUnlock(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let item: NodeID
         do {
             let vault = try makeVault(scratch)

@@ -80,8 +80,9 @@ import Testing
         return opened
     }
 
-    @Test func removalResealsEveryRecordAndTheOldKeyOpensNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func removalResealsEveryRecordAndTheOldKeyOpensNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try populate(vault)
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob")
@@ -112,8 +113,9 @@ import Testing
         #expect(try reopen(scratch).read(path("team/after")).testBytes == Array("written after".utf8))
     }
 
-    @Test func otherPassphraseSlotsAreDroppedAndAMembersRemovalDropsThemAll() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func otherPassphraseSlotsAreDroppedAndAMembersRemovalDropsThemAll(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("x"), at: path("a"))
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob"), carol = try member(scratch, "carol")
@@ -176,8 +178,9 @@ import Testing
         #expect(try Vault.open(at: scratch.vaultPath, member: bob).read(path("team/service")).testBytes == Array("service canary".utf8))
     }
 
-    @Test func openVaultsFollowARotationByAnotherConnectionOrLock() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func openVaultsFollowARotationByAnotherConnectionOrLock(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("before"), at: path("a"))
         let pair = { Attribute(name: try! AttributeName("service"), value: secret("searched")) }
@@ -223,8 +226,9 @@ import Testing
         }
     }
 
-    @Test func twoRemovalsFromTwoOpenVaultsBothRotate() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func twoRemovalsFromTwoOpenVaultsBothRotate(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let names = ["alice", "bob", "carol", "dave"]
         let keys = try names.map { try member(scratch, $0) }
         let vault = try Vault.create(at: scratch.vaultPath, member: keys[0], name: "alice")
@@ -248,8 +252,9 @@ import Testing
         #expect(try asAlice.read(path("x")).testBytes == Array("kept".utf8))
     }
 
-    @Test func aTeamVaultMadeByAMemberHasNoPassphraseSlot() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aTeamVaultMadeByAMemberHasNoPassphraseSlot(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let alice = try member(scratch, "alice")
         let vault = try Vault.create(at: scratch.vaultPath, member: alice, name: "alice")
         try vault.store(secret("team"), at: path("x"))
@@ -260,8 +265,9 @@ import Testing
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func thisDeviceOnlyIsRefusedInAVaultWithMembers() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func thisDeviceOnlyIsRefusedInAVaultWithMembers(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         setenv("KEYCHAINFS_HOST_KEY", scratch.directory + "/host.key", 1)
         defer { unsetenv("KEYCHAINFS_HOST_KEY") }
         let vault = try makeVault(scratch)

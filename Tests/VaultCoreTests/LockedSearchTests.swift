@@ -8,12 +8,13 @@ import VaultCore
     /// One vault, unlocked, with items that each match the search (service=github, user=me)
     /// in a different way.
     private struct Fixture {
-        let scratch = Scratch()
+        let scratch: Scratch
         let vault: Vault
         let login: NodeID, sub: NodeID
         let one: NodeID, two: NodeID, three: NodeID, four: NodeID, swapped: NodeID, loose: NodeID
 
-        init(accessibility: AccessibilityClass? = nil) throws {
+        init(_ engine: StorageEngine, accessibility: AccessibilityClass? = nil) throws {
+            scratch = try Scratch(engine)
             vault = try makeVault(scratch)
             let both = { [pair("service", "github"), pair("user", "me")] }
             one = try vault.store(secret("1"), at: path("login/one"), attributes: both(), accessibility: accessibility).id
@@ -78,8 +79,9 @@ import VaultCore
         #expect(throws: VaultError.locked) { _ = try vault.item(f.two) }
     }
 
-    @Test func lockedSearchFindsTheItemsHoldingEveryPair() throws {
-        let f = try Fixture()
+    @Test(arguments: StorageEngine.all)
+    func lockedSearchFindsTheItemsHoldingEveryPair(engine: StorageEngine) throws {
+        let f = try Fixture(engine)
         f.vault.lock()
         #expect(!f.vault.keepsAfterFirstUnlockKeys)
         try expectFindsWhileLocked(f)
@@ -89,8 +91,9 @@ import VaultCore
         try expectFindsWhileLocked(f)
     }
 
-    @Test func lockedSearchWithAfterFirstUnlockKeysKept() throws {
-        let f = try Fixture(accessibility: .afterFirstUnlock)
+    @Test(arguments: StorageEngine.all)
+    func lockedSearchWithAfterFirstUnlockKeysKept(engine: StorageEngine) throws {
+        let f = try Fixture(engine, accessibility: .afterFirstUnlock)
         f.vault.lock()
         #expect(f.vault.keepsAfterFirstUnlockKeys)
         try expectFindsWhileLocked(f)
@@ -100,8 +103,9 @@ import VaultCore
         #expect(throws: VaultError.locked) { _ = try f.vault.attributes(of: f.one) }
     }
 
-    @Test func unlockedItIsTheAuthenticatedSearch() throws {
-        let f = try Fixture()
+    @Test(arguments: StorageEngine.all)
+    func unlockedItIsTheAuthenticatedSearch(engine: StorageEngine) throws {
+        let f = try Fixture(engine)
         for (pairs, parent) in f.searches {
             #expect(try f.vault.findLockedItems(pairs, in: parent) == f.vault.findItems(pairs, in: parent))
         }
@@ -118,8 +122,9 @@ import VaultCore
         }
     }
 
-    @Test func anUnmountsLockWipesTheSearchKey() throws {
-        let f = try Fixture(accessibility: .afterFirstUnlock)
+    @Test(arguments: StorageEngine.all)
+    func anUnmountsLockWipesTheSearchKey(engine: StorageEngine) throws {
+        let f = try Fixture(engine, accessibility: .afterFirstUnlock)
         let both = [pair("service", "github"), pair("user", "me")]
         f.vault.lock()
         #expect(try f.vault.findLockedItems(both, in: nil) == [f.one, f.three, f.four])
@@ -137,8 +142,9 @@ import VaultCore
         #expect(try f.vault.findLockedItems(both, in: f.login) == [f.one])
     }
 
-    @Test func openedLockedThereIsNoSearchKeyUntilAnUnlock() throws {
-        let f = try Fixture()
+    @Test(arguments: StorageEngine.all)
+    func openedLockedThereIsNoSearchKeyUntilAnUnlock(engine: StorageEngine) throws {
+        let f = try Fixture(engine)
         let vault = try Vault.openLocked(at: f.scratch.vaultPath)
         let both = [pair("service", "github"), pair("user", "me")]
         #expect(throws: VaultError.locked) { try vault.findLockedItems(both, in: nil) }
@@ -151,16 +157,13 @@ import VaultCore
 
     /// What the answers being candidates means: attribute rows copied onto another item in the
     /// file make it one while locked; after the unlock the authenticated search refuses them.
-    @Test func aForgedRowMakesACandidateOnlyWhileLocked() throws {
-        let f = try Fixture()
+    @Test(arguments: StorageEngine.all)
+    func aForgedRowMakesACandidateOnlyWhileLocked(engine: StorageEngine) throws {
+        let f = try Fixture(engine)
         let both = [pair("service", "github"), pair("user", "me")]
         f.vault.lock()
-        withRawDatabase(f.scratch.vaultPath) { db in
-            rawExec(db, """
-                INSERT INTO attributes (node, tag, search_tag, name, value)
-                SELECT \(f.swapped.rawValue), tag, search_tag, name, value FROM attributes WHERE node = \(f.one.rawValue)
-                """)
-        }
+        try f.scratch.rawRows().insertCopies("attributes", setting: "node", to: f.swapped.rawValue,
+                                             keeping: ["tag", "search_tag", "name", "value"], where: "node = \(f.one.rawValue)")
         #expect(try f.vault.findLockedItems(both, in: nil) == [f.one, f.three, f.four, f.swapped])
         try f.vault.unlock(passphrase: secret(passphrase))
         #expect(throws: VaultError.integrityFailure("node \(f.swapped) (attributes)")) { try f.vault.findItems(both, in: nil) }

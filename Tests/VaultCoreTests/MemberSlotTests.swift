@@ -12,8 +12,9 @@ import Testing
         return try MemberKey.open(at: file, passphrase: secret("pw of \(name)"))
     }
 
-    @Test func anAddedMemberOpensTheVaultAndAddsAnother() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func anAddedMemberOpensTheVaultAndAddsAnother(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         _ = try vault.store(secret("team secret"), at: path("deploy/key"))
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob")
@@ -32,8 +33,9 @@ import Testing
         #expect(try asBob.verify().isEmpty)
     }
 
-    @Test func namesAndKeysAreUnique() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func namesAndKeysAreUnique(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let alice = try member(scratch, "alice"), bob = try member(scratch, "bob")
         try vault.addMember(name: "alice", publicKey: alice.publicKey)
@@ -44,8 +46,9 @@ import Testing
         #expect(try vault.keySlots().count == 2)
     }
 
-    @Test func aRemovedMemberNoLongerOpensTheVault() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aRemovedMemberNoLongerOpensTheVault(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let alice = try member(scratch, "alice")
         try vault.addMember(name: "alice", publicKey: alice.publicKey)
@@ -91,8 +94,9 @@ import Testing
     }
 
     /// Opened through its key file, a member's vault unlocks with that key's passphrase.
-    @Test func aMembersVaultUnlocksWithTheMembersPassphrase() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aMembersVaultUnlocksWithTheMembersPassphrase(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         _ = try vault.store(secret("team secret"), at: path("deploy/key"))
         let keyFile = scratch.directory + "/alice.key"

@@ -1,4 +1,5 @@
 import Testing
+@testable import StoragePostgres
 @testable import VaultCore
 
 /// The NOTIFY payload a write sends: its origin and the node ids it touched, or no ids for

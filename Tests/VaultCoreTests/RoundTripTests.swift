@@ -2,16 +2,18 @@ import Testing
 import VaultCore
 
 @Suite struct RoundTripTests {
-    @Test func allByteValuesRoundTrip() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func allByteValuesRoundTrip(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let bytes = (0...255).map { UInt8($0) } + (0...255).reversed().map { UInt8($0) }
         try vault.store(secret(bytes), at: path("bin/all-bytes"))
         #expect(try reopen(scratch).read(path("bin/all-bytes")).testBytes == bytes)
     }
 
-    @Test func emptyItemRoundTrips() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func emptyItemRoundTrips(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret([]), at: path("empty"))
         let read = try reopen(scratch).read(path("empty"))
@@ -19,17 +21,18 @@ import VaultCore
         #expect(try vault.node(at: path("empty")).attributes.size == 0)
     }
 
-    @Test(arguments: [1, 63, 64, 65, 127, 128, 4095, 4096])
-    func sizesAroundPaddingBucketsRoundTrip(size: Int) throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all, [1, 63, 64, 65, 127, 128, 4095, 4096])
+    func sizesAroundPaddingBucketsRoundTrip(engine: StorageEngine, size: Int) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         try vault.store(secret(bytes), at: path("sized"))
         #expect(try reopen(scratch).read(path("sized")).testBytes == bytes)
     }
 
-    @Test func itemExactlyAtTheLimitIsStoredAndOneMoreByteIsRefused() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func itemExactlyAtTheLimitIsStoredAndOneMoreByteIsRefused(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)  // default limit: 1 MiB
         let limit = vault.itemSizeLimit
         #expect(limit == 1 << 20)
@@ -48,8 +51,9 @@ import VaultCore
         #expect(try vault.read(path("big/at-limit")).testBytes == full)
     }
 
-    @Test func perVaultLimitIsStoredAndEnforcedAfterReopening() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func perVaultLimitIsStoredAndEnforcedAfterReopening(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         _ = try makeVault(scratch, itemSizeLimit: 100)
         let vault = try reopen(scratch)
         #expect(vault.itemSizeLimit == 100)
@@ -59,8 +63,9 @@ import VaultCore
         }
     }
 
-    @Test func replacingKeepsOneNodeAndNewContent() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func replacingKeepsOneNodeAndNewContent(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let first = try vault.store(secret("one"), at: path("app/pw"))
         let second = try vault.store(secret("two, longer than one"), at: path("app/pw"))
@@ -69,8 +74,9 @@ import VaultCore
         #expect(try vault.list(path("app")).map(\.name.description) == ["pw"])
     }
 
-    @Test func dictionariesNestAndList() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func dictionariesNestAndList(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("x"), at: path("a/b/c/d/item"))
         try vault.makeDictionary(at: path("a/empty"), withIntermediates: false)
@@ -87,8 +93,9 @@ import VaultCore
         #expect(throws: VaultError.isADictionary("a/b")) { try vault.read(path("a/b")) }
     }
 
-    @Test func removeItemsAndDictionaries() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func removeItemsAndDictionaries(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("x"), at: path("d/one"))
         try vault.store(secret("y"), at: path("d/sub/two"))
@@ -101,8 +108,9 @@ import VaultCore
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func moveRenamesAndMovesWithoutLosingContent() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func moveRenamesAndMovesWithoutLosingContent(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("token"), at: path("app/token"))
         try vault.store(secret("deep"), at: path("app/sub/deep"))
@@ -121,8 +129,9 @@ import VaultCore
         #expect(try vault.verify().isEmpty)
     }
 
-    @Test func nodeOperationsReplaceAndRefuseLikeRename() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func nodeOperationsReplaceAndRefuseLikeRename(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let dir = try vault.makeDictionary(named: ItemName("dir"), in: .root)
         let full = try vault.makeDictionary(named: ItemName("full"), in: .root)
@@ -152,8 +161,9 @@ import VaultCore
         #expect(throws: VaultError.notFound("node \(dir.id)")) { try vault.node(dir.id) }
     }
 
-    @Test func attributesAreStoredAndShown() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func attributesAreStoredAndShown(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         let item = try vault.store(secret("x"), at: path("item"))
         let when = Timestamp(seconds: 1_000_000_000, nanoseconds: 123_456_789)

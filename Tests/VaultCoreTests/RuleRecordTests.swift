@@ -6,17 +6,16 @@ let headRule = AccessRule(try! Principal.executable(at: "/usr/bin/head"))
 let nginxRule = AccessRule(.unit("nginx.service"), readOnly: true, confirm: true)
 
 /// The rule rows as stored, by node.
-func rawRuleRows(_ file: String) -> [(Int64, [UInt8])] {
-    withRawDatabase(file) { rawBlobs($0, "SELECT node, sealed FROM rules ORDER BY node") }
+func rawRuleRows(_ scratch: Scratch) throws -> [(Int64, [UInt8])] {
+    try scratch.rawRows().blobs("rules", "sealed", key: "node", where: "true").map { ($0.0, $0.1 ?? []) }
 }
-
-func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x", $0) }.joined() + "'" }
 
 /// Rules stored in the vault: sealed per node, listed by path, kept across renames, deleted
 /// with their nodes.
 @Suite struct RuleRecordTests {
-    @Test func rulesRoundTripThroughTheVault() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func rulesRoundTripThroughTheVault(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("t"), at: path("app/token"))
         try vault.store(secret("o"), at: path("other/token"))
@@ -56,7 +55,7 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(try reopened.accessPolicy().ruleSet(of: app) == nil)
         #expect(throws: VaultError.noSuchRule("app")) { try reopened.disallow(nil, at: path("app")) }
         #expect(throws: VaultError.notFound("missing")) { try reopened.allow(headRule, at: path("missing")) }
-        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [otherToken.rawValue])
+        #expect(try rawRuleRows(scratch).map(\.0) == [otherToken.rawValue])
         #expect(try reopen(scratch).verify().isEmpty)
     }
 
@@ -92,8 +91,9 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(RuleRecord.decode(RuleRecord.encode([AccessRule(.executable(path: "rel", device: 1, inode: 2, fingerprint: nil))])) == nil, "relative path")
     }
 
-    @Test func theRulesStampChangesWithTheRulesOnly() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func theRulesStampChangesWithTheRulesOnly(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let mount = try makeVault(scratch)
         try mount.store(secret("t"), at: path("app/token"))
         let first = try mount.rulesStamp()
@@ -115,14 +115,15 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(throws: VaultError.locked) { try mount.accessPolicy() }
     }
 
-    @Test func disallowingTheLastRuleRemovesTheRuleSet() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func disallowingTheLastRuleRemovesTheRuleSet(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.makeDictionary(at: path("app"), withIntermediates: false)
         try vault.allow(headRule, at: path("app"))
         #expect(try vault.disallow(headRule.principal, at: path("app")).isEmpty)
         #expect(try !vault.accessPolicy().hasAnyRules)
-        #expect(rawRuleRows(scratch.vaultPath).isEmpty)
+        #expect(try rawRuleRows(scratch).isEmpty)
     }
 
     @Test func noRuleIsStoredInTheClear() throws {
@@ -135,8 +136,9 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(!contains(bytes, Array("canary-unit-name".utf8)))
     }
 
-    @Test func aRenameCarriesItsRules() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aRenameCarriesItsRules(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("t"), at: path("app/token"))
         try vault.makeDictionary(at: path("elsewhere"), withIntermediates: false)
@@ -150,8 +152,9 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(try reopen(scratch).verify().isEmpty)
     }
 
-    @Test func removingARuledNodeOrItsDictionaryRemovesItsRulesInTheSameTransaction() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func removingARuledNodeOrItsDictionaryRemovesItsRulesInTheSameTransaction(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("t"), at: path("app/deep/token"))
         try vault.store(secret("k"), at: path("keep/token"))
@@ -161,12 +164,12 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         try vault.allow(headRule, at: path("keep/token"))
         try vault.allow(headRule, at: path("single"))
         let keep = try vault.node(at: path("keep/token")).id.rawValue
-        #expect(rawRuleRows(scratch.vaultPath).count == 4)
+        #expect(try rawRuleRows(scratch).count == 4)
 
         try vault.remove(path("single"), recursive: false)
-        #expect(rawRuleRows(scratch.vaultPath).count == 3)
+        #expect(try rawRuleRows(scratch).count == 3)
         try vault.remove(path("app"), recursive: true)
-        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [keep])
+        #expect(try rawRuleRows(scratch).map(\.0) == [keep])
         let reopened = try reopen(scratch)
         #expect(try reopened.ruleSets().map(\.path) == [path("keep/token")])
         #expect(try reopened.verify().isEmpty)
@@ -174,19 +177,20 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         // An item replaced by a rename goes with its rules.
         try reopened.store(secret("n"), at: path("new"))
         try reopened.move(path("new"), to: path("keep/token"))
-        #expect(rawRuleRows(scratch.vaultPath).isEmpty)
+        #expect(try rawRuleRows(scratch).isEmpty)
         #expect(try !reopen(scratch).accessPolicy().hasAnyRules)
         #expect(try reopen(scratch).verify().isEmpty)
     }
 
-    @Test func aNodeRowMovedOutFromUnderItsRulesIsRefusedWhenGoverning() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aNodeRowMovedOutFromUnderItsRulesIsRefusedWhenGoverning(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makeVault(scratch)
         try vault.store(secret("t"), at: path("app/token"))
         try vault.makeDictionary(at: path("open"), withIntermediates: false)
         try vault.allow(headRule, at: path("app"))
         let token = try vault.node(at: path("app/token")).id.rawValue, open = try vault.node(at: path("open")).id.rawValue
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET parent = \(open) WHERE id = \(token)") }
+        try scratch.rawRows().update("nodes", set: "parent = \(open)", where: "id = \(token)")
         let reopened = try reopen(scratch)
         let policy = try reopened.accessPolicy()
         do throws(VaultError) {
@@ -237,77 +241,83 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         #expect(throws: VaultError.self, "\(what): ruleSets listed", sourceLocation: sourceLocation) { try vault.ruleSets() }
     }
 
-    @Test func aFlippedBitInARuleRecord() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aFlippedBitInARuleRecord(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let ids = try makeRuled(scratch)
-        let original = rawRuleRows(scratch.vaultPath).first { $0.0 == ids.app }!.1
+        let original = try rawRuleRows(scratch).first { $0.0 == ids.app }!.1
         for offset in [0, 24, original.count / 2, original.count - 1] {
             var damaged = original
             damaged[offset] ^= 0x04
-            withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(damaged)) WHERE node = \(ids.app)") }
+            try scratch.rawRows().setBlob("rules", "sealed", where: "node = \(ids.app)", damaged)
             try expectRefused(scratch, "flip at \(offset)")
         }
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(original)) WHERE node = \(ids.app)") }
+        try scratch.rawRows().setBlob("rules", "sealed", where: "node = \(ids.app)", original)
         #expect(try reopen(scratch).accessPolicy().ruleSets.count == 2)
         #expect(try reopen(scratch).verify().isEmpty)
     }
 
-    @Test func aRuleRowMovedToAnotherNode() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aRuleRowMovedToAnotherNode(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let ids = try makeRuled(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET node = \(ids.other) WHERE node = \(ids.app)") }
+        try scratch.rawRows().update("rules", set: "node = \(ids.other)", where: "node = \(ids.app)")
         try expectRefused(scratch, "moved to another node")
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET node = 9999 WHERE node = \(ids.other)") }
+        try scratch.rawRows().update("rules", set: "node = 9999", where: "node = \(ids.other)")
         try expectRefused(scratch, "moved to a node that does not exist")
     }
 
-    @Test func aDeletedRuleRow() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aDeletedRuleRow(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let ids = try makeRuled(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules WHERE node = \(ids.token)") }
+        try scratch.rawRows().delete("rules", where: "node = \(ids.token)")
         try expectRefused(scratch, "deleted row")
         // Deleting them all is no better.
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules") }
+        try scratch.rawRows().delete("rules", where: "true")
         try expectRefused(scratch, "every row deleted")
     }
 
-    @Test func anAddedCopyOfARuleRow() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func anAddedCopyOfARuleRow(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let ids = try makeRuled(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "INSERT INTO rules (node, sealed) SELECT \(ids.other), sealed FROM rules WHERE node = \(ids.app)") }
+        try scratch.rawRows().insertCopies("rules", setting: "node", to: ids.other, keeping: ["sealed"], where: "node = \(ids.app)")
         try expectRefused(scratch, "added copy")
     }
 
-    @Test func aRuleRowReplayedFromAnEarlierState() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aRuleRowReplayedFromAnEarlierState(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let ids = try makeRuled(scratch)
-        let earlier = rawRuleRows(scratch.vaultPath).first { $0.0 == ids.app }!.1
+        let earlier = try rawRuleRows(scratch).first { $0.0 == ids.app }!.1
         // The rule is made read-only, then the earlier (writable) record is put back.
         try reopen(scratch).allow(AccessRule(headRule.principal, readOnly: true), at: path("app"))
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE rules SET sealed = \(hex(earlier)) WHERE node = \(ids.app)") }
+        try scratch.rawRows().setBlob("rules", "sealed", where: "node = \(ids.app)", earlier)
         try expectRefused(scratch, "replayed row")
     }
 
-    @Test func aMissingMAC() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func aMissingMAC(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         _ = try makeRuled(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET rules_mac = NULL") }
+        try scratch.rawRows().updateVaultRow(set: "rules_mac = NULL")
         try expectRefused(scratch, "NULL MAC")
         // Even with no rules at all: an empty policy needs its MAC too.
-        let empty = Scratch()
+        let empty = try Scratch(engine)
         _ = try makeVault(empty)
-        withRawDatabase(empty.vaultPath) { rawExec($0, "UPDATE vault SET rules_mac = NULL") }
+        try empty.rawRows().updateVaultRow(set: "rules_mac = NULL")
         try expectRefused(empty, "NULL MAC of no rules")
     }
 
     @Test func removingARuledNodeOfATamperedVaultFailsAndRemovesNothing() throws {
         let scratch = Scratch()
         let ids = try makeRuled(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules WHERE node = \(ids.app)") }
+        try scratch.rawRows().delete("rules", where: "node = \(ids.app)")
         let vault = try reopen(scratch)
         #expect(throws: VaultError.self) { try vault.remove(path("app/token"), recursive: false) }
         #expect(try vault.read(path("app/token")).testBytes == Array("t".utf8))
-        #expect(rawRuleRows(scratch.vaultPath).map(\.0) == [ids.token])
+        #expect(try rawRuleRows(scratch).map(\.0) == [ids.token])
     }
 }
 
@@ -327,7 +337,7 @@ func hex(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02x",
         let scratch = Scratch()
         try FileManager.default.copyItem(atPath: RuleFormatUpgradeTests.fixtures + "/v\(version).vault", toPath: scratch.vaultPath)
         let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
-        #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT 1, rules_mac FROM vault") }.first?.1.count == 32)
+        #expect(try scratch.rawRows().vaultBlob("rules_mac")?.count == 32)
         #expect(try !vault.accessPolicy().hasAnyRules)
         #expect(try vault.verify().isEmpty)
         try vault.allow(headRule, at: path("app/token"))

@@ -1,19 +1,28 @@
 import CSQLite
 import Foundation
+@_exported import TestSupport
 import VaultCore
 
-/// A fresh directory per test, removed afterwards.
+/// A fresh directory per test, removed afterwards, and where the test's vault goes in its engine
+/// (a file in the directory, or a vault of its own name in the shared PostgreSQL database).
 final class Scratch {
     let directory: String
+    let engine: StorageEngine
+    let vaultPath: String
 
-    init() {
+    convenience init() { try! self.init(.sqlite) }
+
+    init(_ engine: StorageEngine) throws {
         directory = FileManager.default.temporaryDirectory.path + "/vaultcore-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.engine = engine
+        vaultPath = try engine.newVaultLocation(in: directory)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    var vaultPath: String { directory + "/test.vault" }
+    /// The vault's rows, around keychainfs.
+    func rawRows() throws -> any RawRows { try engine.rawRows(vaultPath) }
 }
 
 func secret(_ text: String) -> SecureBuffer {

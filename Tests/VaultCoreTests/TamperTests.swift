@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import Testing
+import TestSupport
 @testable import VaultCore
 
 /// Reads everything reachable; every read must give the original bytes or an integrity failure.
@@ -34,6 +35,9 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
     return sawIntegrityFailure
 }
 
+/// Storage contract: each case runs on every engine (`StorageEngine.all`), its rows reached
+/// through the engine's one raw way (`RawRows`), as an attacker with the file or a database
+/// login would edit them.
 @Suite struct TamperTests {
     let items: [String: [UInt8]] = [
         "app/token": Array("token-value".utf8),
@@ -48,39 +52,39 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
         return vault
     }
 
-    @Test(arguments: ["name", "attributes", "content"])
-    func flippedBitInAnyRecordIsAnIntegrityFailure(column: String) throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all, ["name", "attributes", "content"])
+    func flippedBitInAnyRecordIsAnIntegrityFailure(engine: StorageEngine, column: String) throws {
+        let scratch = try Scratch(engine)
         _ = try makePopulated(scratch)
-        let rows = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, \(column) FROM nodes WHERE \(column) IS NOT NULL AND length(\(column)) > 0") }
+        let raw = try scratch.rawRows()
+        let rows = try raw.blobs("nodes", column, where: "\(column) IS NOT NULL AND length(\(column)) > 0")
         #expect(rows.count >= 4)
-        for (id, original) in rows {
+        for case let (id, original?) in rows {
             for offset in [0, 23, 24, original.count / 2, original.count - 1] {
                 var damaged = original
                 damaged[offset] ^= 0x01 << UInt8(offset % 8)
-                withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: column, id: id, damaged) }
+                try raw.setBlob("nodes", column, id: id, damaged)
                 let vault = try reopen(scratch)
                 let problems = try vault.verify()
                 #expect(!problems.isEmpty, "flip in \(column) of row \(id) at \(offset) went unnoticed by verify")
                 #expect(walkEverything(vault, expected: items), "flip in \(column) of row \(id) at \(offset) went unnoticed by reads")
-                withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: column, id: id, original) }
+                try raw.setBlob("nodes", column, id: id, original)
             }
         }
         #expect(try reopen(scratch).verify().isEmpty)
     }
 
-    @Test(arguments: ["name", "attributes", "content"])
-    func swappedCiphertextsBetweenRowsAreIntegrityFailures(column: String) throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all, ["name", "attributes", "content"])
+    func swappedCiphertextsBetweenRowsAreIntegrityFailures(engine: StorageEngine, column: String) throws {
+        let scratch = try Scratch(engine)
         _ = try makePopulated(scratch)
         let token = try reopen(scratch).node(at: path("app/token")).id.rawValue
         let pw = try reopen(scratch).node(at: path("app/pw")).id.rawValue
-        withRawDatabase(scratch.vaultPath) { db in
-            let a = rawBlobs(db, "SELECT id, \(column) FROM nodes WHERE id = \(token)")[0].1
-            let b = rawBlobs(db, "SELECT id, \(column) FROM nodes WHERE id = \(pw)")[0].1
-            rawSetBlob(db, column: column, id: token, b)
-            rawSetBlob(db, column: column, id: pw, a)
-        }
+        let raw = try scratch.rawRows()
+        let a = try raw.blob("nodes", column, id: token)
+        let b = try raw.blob("nodes", column, id: pw)
+        try raw.setBlob("nodes", column, id: token, b)
+        try raw.setBlob("nodes", column, id: pw, a)
         let vault = try reopen(scratch)
         let problems = try vault.verify()
         #expect(problems.count >= 2)
@@ -92,8 +96,9 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
 
     /// The daemon's open reads a row and its content in one statement (`Vault.item`): the
     /// content must still be authenticated against that row's place, version and kind.
-    @Test func openByNodeRejectsAnotherRowsOrAnOlderOrAMissingContent() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func openByNodeRejectsAnotherRowsOrAnOlderOrAMissingContent(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let token = try vault.node(at: path("app/token")).id
         let pw = try vault.node(at: path("app/pw")).id
@@ -109,128 +114,129 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
                 Issue.record("\(what) failed with \(error), not an integrity failure")
             }
         }
-        let original = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(token.rawValue)")[0].1 }
-        let other = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(pw.rawValue)")[0].1 }
-        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, other) }
+        let raw = try scratch.rawRows()
+        let original = try raw.blob("nodes", "content", id: token.rawValue)
+        let other = try raw.blob("nodes", "content", id: pw.rawValue)
+        try raw.setBlob("nodes", "content", id: token.rawValue, other)
         try expectIntegrityFailure(token, "another row's content")
-        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, original) }
+        try raw.setBlob("nodes", "content", id: token.rawValue, original)
         try vault.store(secret("newer-token"), at: path("app/token"))
-        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: token.rawValue, original) }
+        try raw.setBlob("nodes", "content", id: token.rawValue, original)
         try expectIntegrityFailure(token, "an older content of the row")
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET content = NULL WHERE id = \(token.rawValue)") }
+        try raw.setBlob("nodes", "content", id: token.rawValue, nil)
         try expectIntegrityFailure(token, "an item without content")
         #expect(throws: VaultError.isADictionary("node \(app)")) { try reopen(scratch).item(app) }
         #expect(throws: VaultError.notFound("node \(NodeID(999_999))")) { try reopen(scratch).item(NodeID(999_999)) }
     }
 
-    @Test func rowMovedToAnotherDictionaryIsReported() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func rowMovedToAnotherDictionaryIsReported(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let token = try vault.node(at: path("app/token")).id.rawValue
         let db = try vault.node(at: path("db")).id.rawValue
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET parent = \(db) WHERE id = \(token)") }
+        try scratch.rawRows().update("nodes", set: "parent = \(db)", where: "id = \(token)")
         let reopened = try reopen(scratch)
         #expect(try reopened.verify().contains { $0.reason == "name failed authentication" })
         #expect(throws: VaultError.self) { try reopened.list(path("db")) }
     }
 
-    @Test func olderContentOfTheSameRowIsRejected() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func olderContentOfTheSameRowIsRejected(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let id = try vault.node(at: path("app/token")).id.rawValue
-        let old = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, content FROM nodes WHERE id = \(id)")[0].1 }
+        let raw = try scratch.rawRows()
+        let old = try raw.blob("nodes", "content", id: id)
         try vault.store(secret("newer-token"), at: path("app/token"))
-        withRawDatabase(scratch.vaultPath) { rawSetBlob($0, column: "content", id: id, old) }
+        try raw.setBlob("nodes", "content", id: id, old)
         #expect(throws: VaultError.integrityFailure("app/token")) { try reopen(scratch).read(path("app/token")) }
     }
 
-    @Test func recordsOfADeletedNodeCannotPassForANewOneAfterRewindingTheCounter() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func recordsOfADeletedNodeCannotPassForANewOneAfterRewindingTheCounter(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let victim = try vault.node(at: path("top")).id.rawValue
-        let saved = withRawDatabase(scratch.vaultPath) { db in
-            (rawBlobs(db, "SELECT id, attributes FROM nodes WHERE id = \(victim)")[0].1,
-             rawBlobs(db, "SELECT id, content FROM nodes WHERE id = \(victim)")[0].1)
-        }
+        let raw = try scratch.rawRows()
+        let saved = (try raw.blob("nodes", "attributes", id: victim), try raw.blob("nodes", "content", id: victim))
         try vault.remove(path("top"), recursive: false)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET next_node_id = \(victim)") }
+        try raw.updateVaultRow(set: "next_node_id = \(victim)")
         let reopened = try reopen(scratch)
         let other = try reopened.store(secret("different-secret"), at: path("other"))
         #expect(other.id.rawValue == victim)
-        withRawDatabase(scratch.vaultPath) { db in
-            rawSetBlob(db, column: "attributes", id: victim, saved.0)
-            rawSetBlob(db, column: "content", id: victim, saved.1)
-        }
+        try raw.setBlob("nodes", "attributes", id: victim, saved.0)
+        try raw.setBlob("nodes", "content", id: victim, saved.1)
         let attacked = try reopen(scratch)
         #expect(throws: VaultError.integrityFailure("other")) { try attacked.read(path("other")) }
         #expect(!(try attacked.verify().isEmpty))
     }
 
-    @Test func editedKindColumnIsAnIntegrityFailureAndDeletesNothing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func editedKindColumnIsAnIntegrityFailureAndDeletesNothing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let app = try vault.node(at: path("app")).id.rawValue
         let token = try vault.node(at: path("app/token")).id.rawValue
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 2 WHERE id = \(app)") }
+        let raw = try scratch.rawRows()
+        try raw.update("nodes", set: "kind = 2", where: "id = \(app)")
         var attacked = try reopen(scratch)
         #expect(throws: VaultError.self) { try attacked.remove(path("app"), recursive: false) }
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 2 WHERE id = \(app)") }
-        #expect(withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT id, name FROM nodes WHERE parent = \(app)") }.count == 2)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE nodes SET kind = 1 WHERE id = \(app); UPDATE nodes SET kind = 1 WHERE id = \(token)") }
+        try raw.update("nodes", set: "kind = 2", where: "id = \(app)")
+        #expect(try raw.blobs("nodes", "name", where: "parent = \(app)").count == 2)
+        try raw.update("nodes", set: "kind = 1", where: "id = \(app) OR id = \(token)")
         attacked = try reopen(scratch)
         #expect(throws: VaultError.integrityFailure("app/token")) { try attacked.read(path("app/token")) }
         #expect(throws: VaultError.self) { try attacked.list(path("app/token")) }
     }
 
-    @Test func deletedRowIsReportedByVerifyAndListing() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func deletedRowIsReportedByVerifyAndListing(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         let vault = try makePopulated(scratch)
         let token = try vault.node(at: path("app/token")).id.rawValue
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM nodes WHERE id = \(token)") }
+        try scratch.rawRows().delete("nodes", where: "id = \(token)")
         let attacked = try reopen(scratch)
         #expect(try attacked.verify().contains { $0.path == "app" && $0.reason.contains("entries recorded") })
         #expect(throws: VaultError.self) { try attacked.list(path("app")) }
         #expect(try attacked.read(path("app/pw")).testBytes == items["app/pw"])
     }
 
-    @Test func editedVaultIDOrMissingSlotsAreIntegrityFailuresAndHugeCostsAreRefused() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func editedVaultIDOrMissingSlotsAreIntegrityFailuresAndHugeCostsAreRefused(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         _ = try makePopulated(scratch)
-        let original = withRawDatabase(scratch.vaultPath) { rawBlobs($0, "SELECT singleton, vault_id FROM vault")[0].1 }
-        withRawDatabase(scratch.vaultPath) { db in
-            var edited = original
-            edited[0] ^= 1
-            var statement: OpaquePointer?
-            sqlite3_prepare_v2(db, "UPDATE vault SET vault_id = ?", -1, &statement, nil)
-            _ = edited.withUnsafeBytes { sqlite3_bind_blob(statement, 1, $0.baseAddress, Int32($0.count), nil) }
-            #expect(sqlite3_step(statement) == SQLITE_DONE)
-            sqlite3_finalize(statement)
-        }
+        let raw = try scratch.rawRows()
+        var edited = try #require(try raw.vaultBlob("vault_id"))
+        edited[0] ^= 1
+        try raw.setVaultBlob("vault_id", edited)
         #expect(throws: VaultError.integrityFailure("vault header")) { try reopen(scratch) }
 
-        let slotless = Scratch()
+        let slotless = try Scratch(engine)
         _ = try makePopulated(slotless)
-        withRawDatabase(slotless.vaultPath) { rawExec($0, "UPDATE key_slots SET kdf_opslimit = 4294967295") }
+        let slots = try slotless.rawRows()
+        try slots.update("key_slots", set: "kdf_opslimit = 4294967295", where: "true")
         #expect(throws: VaultError.integrityFailure("key slot (implausible key-derivation parameters)")) { try reopen(slotless) }
-        withRawDatabase(slotless.vaultPath) { rawExec($0, "DELETE FROM key_slots") }
+        try slots.delete("key_slots", where: "true")
         #expect(throws: VaultError.integrityFailure("key slots (none left)")) { try reopen(slotless) }
     }
 
-    @Test func editedHeaderIsAnIntegrityFailure() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func editedHeaderIsAnIntegrityFailure(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         _ = try makePopulated(scratch)
-        withRawDatabase(scratch.vaultPath) { rawExec($0, "UPDATE vault SET item_size_limit = 2000000") }
+        try scratch.rawRows().updateVaultRow(set: "item_size_limit = 2000000")
         #expect(throws: VaultError.integrityFailure("vault header")) { try reopen(scratch) }
     }
 
-    @Test func damagedKeySlotFailsToUnlock() throws {
-        let scratch = Scratch()
+    @Test(arguments: StorageEngine.all)
+    func damagedKeySlotFailsToUnlock(engine: StorageEngine) throws {
+        let scratch = try Scratch(engine)
         _ = try makePopulated(scratch)
-        withRawDatabase(scratch.vaultPath) { db in
-            var wrapped = rawBlobs(db, "SELECT id, wrapped_master_key FROM key_slots")[0].1
-            wrapped[30] ^= 0x10
-            rawSetBlob(db, table: "key_slots", column: "wrapped_master_key", id: 1, wrapped)
-        }
+        let raw = try scratch.rawRows()
+        var wrapped = try #require(try raw.blob("key_slots", "wrapped_master_key", id: 1))
+        wrapped[30] ^= 0x10
+        try raw.setBlob("key_slots", "wrapped_master_key", id: 1, wrapped)
         #expect(throws: VaultError.wrongPassphrase) { try reopen(scratch) }
     }
 }

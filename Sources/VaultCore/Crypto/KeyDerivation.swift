@@ -19,18 +19,7 @@ public enum KDFPreset: String, CaseIterable, Sendable {
     }
 }
 
-/// Argon2id parameters as stored in a key slot.
-public struct KDFParameters: Sendable, Equatable {
-    public static let argon2id = Int64(crypto_pwhash_alg_argon2id13())
-    public var algorithm: Int64 = KDFParameters.argon2id
-    public var opsLimit: UInt64
-    public var memLimit: UInt64
-
-    public init(opsLimit: UInt64, memLimit: UInt64) {
-        self.opsLimit = opsLimit
-        self.memLimit = memLimit
-    }
-
+extension KDFParameters {
     /// Parameters are read before anything is authenticated, so costs far above the
     /// `sensitive` preset are refused rather than run (an edited slot must not hang us).
     var isSupported: Bool {

@@ -17,7 +17,7 @@ struct RecordPlace {
 /// the record's purpose, its node and (for names) its parent or (for contents) its content
 /// generation or (for a node's attributes) the attribute's tag within the node, so a ciphertext
 /// copied, swapped or moved to another row or column fails to open.
-final class RecordCipher: Sendable {
+final class RecordCipher: GenerationSealer {
     private enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
         case rules = 7
@@ -389,7 +389,7 @@ final class RecordCipher: Sendable {
     /// The MAC binding the vault's state at a generation (see `VaultState`). Under the header's
     /// key, which every cipher holds (a locked mount's reduced one too, so its writes raise the
     /// generation as well), kept apart from the header's own MAC by its label.
-    func stateMAC(_ state: VaultState) -> [UInt8] {
+    package func stateMAC(_ state: VaultState) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("generation".utf8) + vaultID
         message.appendLittleEndian(UInt64(bitPattern: state.generation))
         for part in [state.headerMAC, state.rulesMAC ?? [], state.membersMAC ?? []] {

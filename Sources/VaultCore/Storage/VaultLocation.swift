@@ -1,3 +1,6 @@
+import StoragePostgres
+import StorageSQLite
+
 /// Where a vault is, parsed once from what the user wrote: a PostgreSQL connection URI
 /// (`postgresql://` or `postgres://`, as libpq reads them, the vault's name after `#`) or a
 /// file path. Whatever looks like another kind of location (another scheme, a scheme libpq

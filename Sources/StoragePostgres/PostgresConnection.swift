@@ -1,3 +1,4 @@
+import VaultStorageKit
 import CPostgres
 import Glibc
 

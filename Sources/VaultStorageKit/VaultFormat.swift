@@ -1,6 +1,6 @@
 /// The vault format, whatever stores it. The version names the layout of the records (and,
 /// with it, the tables a storage keeps); `FormatUpgrade` brings older vaults to it in place.
-enum VaultFormat {
+package enum VaultFormat {
     /// 2: attributes records of layout 2 (access time, number of subdictionaries).
     /// 3: a node's own attributes (extended attributes), records of their own.
     /// 4: access rules (a sealed record per ruled node and a MAC over all of them), the access
@@ -19,23 +19,26 @@ enum VaultFormat {
     ///    members' MAC together (`VaultState`): rules or member rows put back from an older copy
     ///    no longer match, and each machine refuses a generation older than it saw
     ///    (`SeenGenerations`). Format 7 code would not raise the generation.
-    static let version = 8
+    package static let version = 8
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
-    static let oldestSealedVersion = 4
+    package static let oldestSealedVersion = 4
     /// The versions a header's MAC may bind, one of which it binds from `oldestSealedVersion` on.
-    static let sealedVersions = oldestSealedVersion ... version
+    package static let sealedVersions = oldestSealedVersion ... version
     /// The oldest version this code upgrades from.
-    static let oldestUpgradable = 1
+    package static let oldestUpgradable = 1
     /// The first version with members' key slots.
-    static let oldestWithMembers = 6
+    package static let oldestWithMembers = 6
     /// The first version whose member slots carry a MAC (`MemberSlot`).
-    static let oldestWithMemberSlotMACs = 7
+    package static let oldestWithMemberSlotMACs = 7
     /// The first version with a sealed generation (`VaultState`).
-    static let oldestWithGeneration = 8
+    package static let oldestWithGeneration = 8
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
-    static let applicationID: Int32 = 0x4B43_4653
+    package static let applicationID: Int32 = 0x4B43_4653
 
-    static let vaultIDBytes = 16
-    static let defaultItemSizeLimit = 1 << 20
+    package static let vaultIDBytes = 16
+    package static let defaultItemSizeLimit = 1 << 20
+    /// A node's attributes, names and values counted together: what one node may hold
+    /// (`Vault.maximumAttributeBytesPerNode`, which `VaultError` names).
+    package static let maximumAttributeBytesPerNode = 256 << 10
 }

@@ -23,7 +23,7 @@
 /// `RuleRow` and `AccessLogRow`.
 /// Outside `write`/`read`, each call is its own snapshot. Not thread-safe: a vault serialises its
 /// calls with its own mutex, which is what makes the `Sendable` claim of implementations true.
-protocol VaultStorage: AnyObject, Sendable {
+package protocol VaultStorage: AnyObject, Sendable {
     // MARK: transactions
 
     /// Runs `body` as one transaction that takes the write lock up front (waiting out other
@@ -68,9 +68,6 @@ protocol VaultStorage: AnyObject, Sendable {
     /// Changes whenever anything is committed to the vault, by this connection or another.
     func changeToken() throws(VaultError) -> StorageChangeToken
 
-    /// Hears, on a connection of its own, what other sessions commit; nil where nothing can be
-    /// listened for (SQLite, whose change token is all there is). Default: nil.
-    func changeListener() -> VaultChangeListener?
 
     // MARK: format
 
@@ -189,7 +186,7 @@ protocol VaultStorage: AnyObject, Sendable {
     /// the generation and seals the vault's state (`VaultState`) again before it commits, in
     /// the same transaction; nil (a vault holding no key) leaves both as they are. Set by the
     /// vault whenever its cipher changes; a rotation sets the new one inside its write.
-    var generationCipher: RecordCipher? { get set }
+    var generationCipher: (any GenerationSealer)? { get set }
     /// Whether the write under way changed a part the state binds (the header's, rules' or
     /// members' MAC): its stored MAC is then stale until the write seals it as it commits.
     var sealedPartsChanged: Bool { get }
@@ -201,7 +198,7 @@ protocol VaultStorage: AnyObject, Sendable {
     func setMembersMAC(_ mac: [UInt8]) throws(VaultError)
     /// Raises the generation and seals the state with `cipher`, now: for the write that
     /// creates a vault, which has no cipher set yet. Other writes do it as they commit.
-    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError)
+    func raiseGeneration(sealedBy cipher: any GenerationSealer) throws(VaultError)
 
     // MARK: access log
 
@@ -228,20 +225,20 @@ protocol VaultStorage: AnyObject, Sendable {
 
 extension VaultStorage {
     /// Two reads in one read transaction; a storage that can read both in one statement does.
-    func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
+    package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
         try read { () throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? in
             guard let row = try node(id) else { return nil }
             return (row, try sealedContent(of: id))
         }
     }
 
-    func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    package func write<R: ~Copyable>(_ durability: CommitDurability, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try write(durability, seenByChangeToken: true, body)
     }
 }
 
 /// How a write transaction's commit reaches the disk.
-enum CommitDurability {
+package enum CommitDurability {
     /// On stable storage before `write` returns.
     case durable
     /// Survives a crash of the process, but not of the machine until the next `.durable` commit,
@@ -252,16 +249,21 @@ enum CommitDurability {
 }
 
 /// What tells whether anything was committed between two looks; only compared, never read.
-struct StorageChangeToken: Equatable, Sendable {
+package struct StorageChangeToken: Equatable, Sendable {
     private let counters: [Int64]
-    init(_ counters: Int64...) { self.counters = counters }
+    package init(_ counters: Int64...) { self.counters = counters }
 }
 
 /// The vault's header as stored: not yet checked (the MAC is verified once a key is unwrapped).
-struct VaultHeader {
-    let vaultID: [UInt8]
-    let itemSizeLimit: Int
-    let mac: [UInt8]
+package struct VaultHeader {
+    package let vaultID: [UInt8]
+    package let itemSizeLimit: Int
+    package let mac: [UInt8]
+    package init(vaultID: [UInt8], itemSizeLimit: Int, mac: [UInt8]) {
+        self.vaultID = vaultID
+        self.itemSizeLimit = itemSizeLimit
+        self.mac = mac
+    }
 }
 
 /// What the vault's row binds together at a generation (format 8 on): the header's MAC (the
@@ -269,49 +271,76 @@ struct VaultHeader {
 /// slot), each resealed when its records change, under one MAC with the generation
 /// (`RecordCipher.stateMAC`). So rules or member rows (and their MAC) copied from an older copy
 /// fail it, and the whole row copied back is an older generation, which `SeenGenerations` refuses.
-struct VaultState {
-    let generation: Int64
-    let headerMAC: [UInt8]
-    let rulesMAC: [UInt8]?
-    let membersMAC: [UInt8]?
+package struct VaultState {
+    package let generation: Int64
+    package let headerMAC: [UInt8]
+    package let rulesMAC: [UInt8]?
+    package let membersMAC: [UInt8]?
     /// As stored; nil in a state about to be sealed, or before the upgrade to format 8.
-    let stateMAC: [UInt8]?
+    package let stateMAC: [UInt8]?
+    package init(generation: Int64, headerMAC: [UInt8], rulesMAC: [UInt8]?, membersMAC: [UInt8]?, stateMAC: [UInt8]?) {
+        self.generation = generation
+        self.headerMAC = headerMAC
+        self.rulesMAC = rulesMAC
+        self.membersMAC = membersMAC
+        self.stateMAC = stateMAC
+    }
 }
 
 /// A key slot: the master key wrapped by a passphrase-derived key, and that derivation's cost.
-struct KeySlotRow {
-    let id: Int64
-    let parameters: KDFParameters
-    let salt: [UInt8]
-    let wrappedMasterKey: [UInt8]
+package struct KeySlotRow {
+    package let id: Int64
+    package let parameters: KDFParameters
+    package let salt: [UInt8]
+    package let wrappedMasterKey: [UInt8]
+    package init(id: Int64, parameters: KDFParameters, salt: [UInt8], wrappedMasterKey: [UInt8]) {
+        self.id = id
+        self.parameters = parameters
+        self.salt = salt
+        self.wrappedMasterKey = wrappedMasterKey
+    }
 }
 
 /// A member's key slot: the master key in a sealed box (`crypto_box_seal`) to the member's
 /// public key. The name and key are in clear for listing; the box binds both and the vault id
 /// (`MemberSlot`), so a slot renamed, given another key or copied to another vault fails. After
 /// the box, a MAC under the master key: a slot made without the key (a row added by hand) fails.
-struct MemberSlotRow {
+package struct MemberSlotRow {
     /// UTF-8.
-    let name: [UInt8]
-    let publicKey: [UInt8]
-    let sealedMasterKey: [UInt8]
+    package let name: [UInt8]
+    package let publicKey: [UInt8]
+    package let sealedMasterKey: [UInt8]
+    package init(name: [UInt8], publicKey: [UInt8], sealedMasterKey: [UInt8]) {
+        self.name = name
+        self.publicKey = publicKey
+        self.sealedMasterKey = sealedMasterKey
+    }
 }
 
 /// One node as stored. Nothing here is trusted until NodeStore has opened the sealed
 /// attributes (which bind the id and incarnation) and found the same kind.
-struct NodeRow {
-    let id: NodeID
-    let parent: NodeID
+package struct NodeRow {
+    package let id: NodeID
+    package let parent: NodeID
     /// `NodeKind.rawValue` as stored, unchecked (it lets the storage find items and subtrees).
-    let kind: Int64
-    let incarnation: [UInt8]
-    let nameTag: [UInt8]
-    let sealedName: [UInt8]
-    let sealedAttributes: [UInt8]
+    package let kind: Int64
+    package let incarnation: [UInt8]
+    package let nameTag: [UInt8]
+    package let sealedName: [UInt8]
+    package let sealedAttributes: [UInt8]
+    package init(id: NodeID, parent: NodeID, kind: Int64, incarnation: [UInt8], nameTag: [UInt8], sealedName: [UInt8], sealedAttributes: [UInt8]) {
+        self.id = id
+        self.parent = parent
+        self.kind = kind
+        self.incarnation = incarnation
+        self.nameTag = nameTag
+        self.sealedName = sealedName
+        self.sealedAttributes = sealedAttributes
+    }
 }
 
 /// A row of `everyNode`.
-enum StoredNode {
+package enum StoredNode {
     case row(NodeRow, hasContent: Bool)
     /// A row with missing or mistyped columns; its id when that much is readable.
     case malformed(id: Int64?)
@@ -319,42 +348,60 @@ enum StoredNode {
 
 /// One attribute of a node as stored: nothing here is trusted until NodeStore has opened the
 /// sealed name and value, which bind the node, its incarnation and `tag`.
-struct AttributeRow {
-    let node: NodeID
+package struct AttributeRow {
+    package let node: NodeID
     /// Keyed hash of (node, name): the row's key within its node.
-    let tag: [UInt8]
+    package let tag: [UInt8]
     /// Keyed hash of (name, value), the same on every node: what `find` looks up.
-    let searchTag: [UInt8]
-    let sealedName: [UInt8]
-    let sealedValue: [UInt8]
+    package let searchTag: [UInt8]
+    package let sealedName: [UInt8]
+    package let sealedValue: [UInt8]
+    package init(node: NodeID, tag: [UInt8], searchTag: [UInt8], sealedName: [UInt8], sealedValue: [UInt8]) {
+        self.node = node
+        self.tag = tag
+        self.searchTag = searchTag
+        self.sealedName = sealedName
+        self.sealedValue = sealedValue
+    }
 }
 
 /// A node's access rules as stored: nothing here is trusted until NodeStore has opened the
 /// sealed record (bound to the node and its incarnation) and checked the MAC over all rows.
-struct RuleRow: Equatable {
-    let node: NodeID
-    let sealed: [UInt8]
+package struct RuleRow: Equatable {
+    package let node: NodeID
+    package let sealed: [UInt8]
+    package init(node: NodeID, sealed: [UInt8]) {
+        self.node = node
+        self.sealed = sealed
+    }
 }
 
 /// One batch of the access log as stored. Times (seconds since the epoch) and the count are in
 /// clear and unchecked until the sealed batch, which carries all three, is opened.
-struct AccessLogRow {
-    let sequence: Int64
-    let firstTime: Int64
-    let lastTime: Int64
-    let entries: Int
-    let sealed: [UInt8]
+package struct AccessLogRow {
+    package let sequence: Int64
+    package let firstTime: Int64
+    package let lastTime: Int64
+    package let entries: Int
+    package let sealed: [UInt8]
+    package init(sequence: Int64, firstTime: Int64, lastTime: Int64, entries: Int, sealed: [UInt8]) {
+        self.sequence = sequence
+        self.firstTime = firstTime
+        self.lastTime = lastTime
+        self.entries = entries
+        self.sealed = sealed
+    }
 }
 
 /// A row of `accessLogBatches`.
-enum StoredAccessLogBatch {
+package enum StoredAccessLogBatch {
     case row(AccessLogRow)
     /// A row with missing or mistyped columns; its sequence when that much is readable.
     case malformed(sequence: Int64?)
 }
 
 /// A row of `everyAttribute`.
-enum StoredAttribute {
+package enum StoredAttribute {
     case row(AttributeRow)
     /// A row with missing or mistyped columns; its node when that much is readable.
     case malformed(node: Int64?)

@@ -1,7 +1,8 @@
+import VaultStorageKit
 /// A vault in a PostgreSQL database, beside others there: every row carries the vault's name
 /// and every statement scopes by it. One connection per open vault; each method is one
 /// prepared statement (one round trip). What the records mean is NodeStore's business.
-final class PostgresStorage: VaultStorage, @unchecked Sendable {
+package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private let db: PostgresConnection
     private let location: PostgresLocation
     /// Write transactions this connection committed that the change token sees.
@@ -12,7 +13,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// What the write transaction under way touched, for its NOTIFY.
     private var touched = PostgresChangeNotice()
     /// Marks this storage's own NOTIFYs, so this process's listener skips them.
-    private let origin = randomBytes(8).map { String($0, radix: 16) }.joined()
+    private let origin = (0..<8).map { _ in String(UInt8.random(in: .min ... .max), radix: 16) }.joined()
 
     private init(db: PostgresConnection, location: PostgresLocation) {
         self.db = db
@@ -23,7 +24,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     /// Creates or upgrades the tables, claims the vault's name and runs `populate`, all in one
     /// durable transaction. Refuses a name already taken.
-    static func create(at path: String, _ populate: (PostgresStorage) throws(VaultError) -> Void) throws(VaultError) -> PostgresStorage {
+    package static func create(at path: String, _ populate: (PostgresStorage) throws(VaultError) -> Void) throws(VaultError) -> PostgresStorage {
         let location = try PostgresLocation(path)
         let db = try PostgresConnection(location: location)
         let storage = PostgresStorage(db: db, location: location)
@@ -41,7 +42,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     /// Connects and checks that the database holds this vault; writes nothing, unless its
     /// tables are of an older layout, which it upgrades first.
-    static func open(at path: String) throws(VaultError) -> PostgresStorage {
+    package static func open(at path: String) throws(VaultError) -> PostgresStorage {
         let location = try PostgresLocation(path)
         let db = try PostgresConnection(location: location)
         let storage = PostgresStorage(db: db, location: location)
@@ -113,7 +114,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
+    package func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
                              _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         let result = try transaction(begin: "BEGIN", durable: durability == .durable, notify: seenByChangeToken) { () throws(VaultError) -> R in
             // The vault row's lock serialises this vault's writers, as SQLite's write lock does;
@@ -144,24 +145,24 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return result
     }
 
-    func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    package func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Inside a transaction already (a write's): its snapshot is the one to read.
         guard !db.inTransaction else { return try body() }
         return try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
     }
 
-    func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    package func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try body()
     }
 
     /// Its sync is a commit on the connection: not alongside others.
-    var syncsAlongsideCommits: Bool { false }
+    package var syncsAlongsideCommits: Bool { false }
 
-    func syncAlongsideCommits() throws(VaultError) {
+    package func syncAlongsideCommits() throws(VaultError) {
         try syncCarriedCommits()
     }
 
-    func syncCarriedCommits() throws(VaultError) {
+    package func syncCarriedCommits() throws(VaultError) {
         // A synchronous commit waits for the WAL flushed up to its commit record, so every
         // asynchronous commit before it is flushed too; but only a transaction that wrote WAL
         // waits at all (a transaction id alone writes none). So the vault's row is written
@@ -173,13 +174,13 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     /// The server's autovacuum returns dead rows' space; nothing to do here.
-    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool { false }
+    package func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool { false }
 
-    func changeListener() -> VaultChangeListener? {
+    package func changeListener() -> VaultChangeListener? {
         VaultChangeListener(location: location, ownOrigin: origin)
     }
 
-    func changeToken() throws(VaultError) -> StorageChangeToken {
+    package func changeToken() throws(VaultError) -> StorageChangeToken {
         othersCommits += Int64(try db.notificationsFromOthers())
         // A new connection listened only from its start: what was committed while there was
         // none is seen in the vault's count instead.
@@ -199,27 +200,27 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     // MARK: connection
 
     /// Tells `observer` when the connection is lost and when it is back.
-    func observeConnection(_ observer: @escaping @Sendable (StorageConnectionEvent) -> Void) {
+    package func observeConnection(_ observer: @escaping @Sendable (StorageConnectionEvent) -> Void) {
         db.observer = observer
     }
 
     // MARK: format
 
-    func formatVersion() throws(VaultError) -> Int {
+    package func formatVersion() throws(VaultError) -> Int {
         guard let version = try db.row("SELECT format_version FROM vaults WHERE name = $1", [name])?.first?.integer else {
             throw .vaultNotFound(location.displayName)
         }
         return Int(version)
     }
 
-    func setFormatVersion(_ version: Int) throws(VaultError) {
+    package func setFormatVersion(_ version: Int) throws(VaultError) {
         touched.noteEverything()
         try updateVaultRow("format_version = $2", .integer(Int64(version)))
         pending?.format = version
     }
 
     /// The tables are created at the current format; there is no older PostgreSQL layout yet.
-    func prepareStorage(forFormatVersion version: Int) throws(VaultError) {}
+    package func prepareStorage(forFormatVersion version: Int) throws(VaultError) {}
 
     private func updateVaultRow(_ assignment: String, _ value: PGValue) throws(VaultError) {
         guard try db.run("UPDATE vaults SET \(assignment) WHERE name = $1", [name, value]) == 1 else {
@@ -229,19 +230,19 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: header
 
-    func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
+    package func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
         guard try db.run("UPDATE vaults SET vault_id = $2, item_size_limit = $3, next_node_id = $4, header_mac = $5 WHERE name = $1", [
             name, .bytes(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(firstNodeID.rawValue), .bytes(header.mac),
         ]) == 1 else { throw .integrityFailure("vault header (missing)") }
     }
 
-    func header() throws(VaultError) -> VaultHeader? {
+    package func header() throws(VaultError) -> VaultHeader? {
         guard let row = try db.row("SELECT vault_id, item_size_limit, header_mac FROM vaults WHERE name = $1", [name]),
               let vaultID = row[0].bytes, let limit = row[1].integer, let mac = row[2].bytes else { return nil }
         return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
     }
 
-    func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
         touched.noteEverything()
         try updateVaultRow("header_mac = $2", .bytes(mac))
         pending?.header = mac
@@ -250,9 +251,9 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: generation
 
-    var generationCipher: RecordCipher?
-    private(set) var lastSealedGeneration: Int64?
-    private(set) var sealedPartsChanged = false
+    package var generationCipher: (any GenerationSealer)?
+    package private(set) var lastSealedGeneration: Int64?
+    package private(set) var sealedPartsChanged = false
 
     /// The vault's row as the write under way leaves it, from its lock statement on (each
     /// change of a sealed part noted here), so its seal at commit reads nothing; `generation`
@@ -266,19 +267,19 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
     private var pending: PendingState?
 
-    func vaultState() throws(VaultError) -> VaultState? {
+    package func vaultState() throws(VaultError) -> VaultState? {
         guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vaults WHERE name = $1", [name]),
               let generation = row[0].integer, let header = row[1].bytes else { return nil }
         return VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].bytes, membersMAC: row[3].bytes, stateMAC: row[4].bytes)
     }
 
-    func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
         try updateVaultRow("members_mac = $2", .bytes(mac))
         pending?.members = mac
         sealedPartsChanged = true
     }
 
-    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError) {
+    package func raiseGeneration(sealedBy cipher: any GenerationSealer) throws(VaultError) {
         guard let row = try db.row("UPDATE vaults SET generation = generation + 1 WHERE name = $1 "
                                        + "RETURNING generation, header_mac, rules_mac, members_mac", [name]),
               let generation = row[0].integer, let header = row[1].bytes else { throw .integrityFailure("vault header (missing)") }
@@ -287,7 +288,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         lastSealedGeneration = generation
     }
 
-    func allocateNodeID() throws(VaultError) -> NodeID {
+    package func allocateNodeID() throws(VaultError) -> NodeID {
         guard let id = try db.row("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1",
                                   [name])?.first?.integer else {
             throw .integrityFailure("vault header (missing)")
@@ -295,13 +296,13 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return NodeID(id)
     }
 
-    func nextNodeID() throws(VaultError) -> NodeID? {
+    package func nextNodeID() throws(VaultError) -> NodeID? {
         try db.row("SELECT next_node_id FROM vaults WHERE name = $1", [name])?.first?.integer.map(NodeID.init)
     }
 
     // MARK: key slots
 
-    func keySlots() throws(VaultError) -> [KeySlotRow] {
+    package func keySlots() throws(VaultError) -> [KeySlotRow] {
         try db.rows("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots WHERE vault = $1 ORDER BY id",
                     [name]).map { (row) throws(VaultError) in
             guard let id = row[0].integer, let algorithm = row[1].integer, let ops = row[2].integer,
@@ -314,7 +315,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
+    package func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
         try db.run("""
             INSERT INTO key_slots (vault, id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key) VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT (vault, id) DO UPDATE SET kdf_algorithm = excluded.kdf_algorithm, kdf_opslimit = excluded.kdf_opslimit,
@@ -325,13 +326,13 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
-    func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
+    package func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
         try db.run("DELETE FROM key_slots WHERE vault = $1 AND id = $2", [name, .integer(id)]) > 0
     }
 
     // MARK: member slots
 
-    func memberSlots() throws(VaultError) -> [MemberSlotRow] {
+    package func memberSlots() throws(VaultError) -> [MemberSlotRow] {
         try db.rows("SELECT name, public_key, sealed_master_key FROM member_slots WHERE vault = $1 ORDER BY name", [name]).map {
             (row) throws(VaultError) in
             guard let memberName = row[0].bytes, let publicKey = row[1].bytes, let sealed = row[2].bytes else {
@@ -341,7 +342,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
+    package func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
         // Checked first rather than mapped from a constraint error: the message names which.
         if try db.row("SELECT 1 FROM member_slots WHERE vault = $1 AND (name = $2 OR public_key = $3)",
                       [name, .bytes(slot.name), .bytes(slot.publicKey)]) != nil {
@@ -351,7 +352,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
                    [name, .bytes(slot.name), .bytes(slot.publicKey), .bytes(slot.sealedMasterKey)])
     }
 
-    func deleteMemberSlot(named memberName: [UInt8]) throws(VaultError) -> Bool {
+    package func deleteMemberSlot(named memberName: [UInt8]) throws(VaultError) -> Bool {
         try db.run("DELETE FROM member_slots WHERE vault = $1 AND name = $2", [name, .bytes(memberName)]) > 0
     }
 
@@ -373,32 +374,32 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return node
     }
 
-    func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
+    package func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
         guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2",
                                    [name, .integer(id.rawValue)]) else { return nil }
         return try PostgresStorage.readableNodeRow(row)
     }
 
-    func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
+    package func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
         guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND name_tag = $3",
                                    [name, .integer(parent.rawValue), .bytes(nameTag)]) else { return nil }
         return try PostgresStorage.readableNodeRow(row)
     }
 
-    func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
+    package func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
         try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
                     [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
     }
 
-    func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
+    package func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
         try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
     }
 
-    func parent(of id: NodeID) throws(VaultError) -> NodeID? {
+    package func parent(of id: NodeID) throws(VaultError) -> NodeID? {
         try db.row("SELECT parent FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.integer.map(NodeID.init)
     }
 
-    func everyNode() throws(VaultError) -> [StoredNode] {
+    package func everyNode() throws(VaultError) -> [StoredNode] {
         try db.rows("SELECT \(PostgresStorage.nodeColumns), content IS NOT NULL FROM nodes WHERE vault = $1 ORDER BY id", [name]).map { row in
             if let node = PostgresStorage.nodeRow(row), let hasContent = row[7].integer {
                 return .row(node, hasContent: hasContent == 1)
@@ -407,15 +408,15 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func itemCount() throws(VaultError) -> Int {
+    package func itemCount() throws(VaultError) -> Int {
         Int(try db.integer("SELECT count(*) FROM nodes WHERE vault = $1 AND kind = $2", [name, .integer(NodeKind.item.rawValue)]))
     }
 
-    func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
+    package func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
         try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
     }
 
-    func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
+    package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         touched.note(row.id.rawValue, row.parent.rawValue)
         try db.run("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
             name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
@@ -423,18 +424,18 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         ])
     }
 
-    func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
+    package func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
         try db.run("UPDATE nodes SET attributes = $3 WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue), .bytes(sealedAttributes)])
     }
 
-    func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
+    package func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
         try db.run("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
                    [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
     }
 
-    func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
+    package func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError) {
         // The joined row is the one before the update: its parent is where the entry left.
         let left = try db.rows("""
@@ -445,7 +446,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         for row in left { if let old = row.first?.integer { touched.note(old) } }
     }
 
-    func deleteNode(_ id: NodeID) throws(VaultError) {
+    package func deleteNode(_ id: NodeID) throws(VaultError) {
         for row in try db.rows("DELETE FROM nodes WHERE vault = $1 AND id = $2 RETURNING id, parent", [name, .integer(id.rawValue)]) {
             noteTouched(row)
         }
@@ -458,7 +459,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         )
         """
 
-    func deleteSubtree(_ id: NodeID) throws(VaultError) {
+    package func deleteSubtree(_ id: NodeID) throws(VaultError) {
         for row in try db.rows("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent",
                                [name, .integer(id.rawValue)]) {
             noteTouched(row)
@@ -489,22 +490,22 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
+    package func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
         try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3",
                           [name, .integer(node.rawValue), .bytes(tag)]).first
     }
 
-    func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
+    package func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
         try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND node = $2",
                           [name, .integer(node.rawValue)])
     }
 
-    func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
+    package func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
         try attributeRows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 AND search_tag = $2",
                           [name, .bytes(searchTag)])
     }
 
-    func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
+    package func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
         touched.note(row.node.rawValue)
         try db.run("""
             INSERT INTO attributes (vault, node, tag, search_tag, name, value) VALUES ($1, $2, $3, $4, $5, $6)
@@ -512,12 +513,12 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
             """, [name, .integer(row.node.rawValue), .bytes(row.tag), .bytes(row.searchTag), .bytes(row.sealedName), .bytes(row.sealedValue)])
     }
 
-    func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
+    package func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
         touched.note(node.rawValue)
         return try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2 AND tag = $3", [name, .integer(node.rawValue), .bytes(tag)]) > 0
     }
 
-    func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
+    package func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
         touched.note(node.rawValue)
         if subtree {
             try db.run("\(PostgresStorage.subtree) DELETE FROM attributes WHERE vault = $1 AND node IN (SELECT id FROM subtree)",
@@ -527,7 +528,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func everyAttribute() throws(VaultError) -> [StoredAttribute] {
+    package func everyAttribute() throws(VaultError) -> [StoredAttribute] {
         try db.rows("SELECT \(PostgresStorage.attributeColumns) FROM attributes WHERE vault = $1 ORDER BY node", [name]).map { row in
             PostgresStorage.attributeRow(row).map(StoredAttribute.row) ?? .malformed(node: row[0].integer)
         }
@@ -544,22 +545,22 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func ruleRows() throws(VaultError) -> [RuleRow] {
+    package func ruleRows() throws(VaultError) -> [RuleRow] {
         try ruleRows("SELECT node, sealed FROM rules WHERE vault = $1 ORDER BY node", [name])
     }
 
-    func upsertRule(_ row: RuleRow) throws(VaultError) {
+    package func upsertRule(_ row: RuleRow) throws(VaultError) {
         touched.note(row.node.rawValue)
         try db.run("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
-    func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
+    package func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
         touched.note(node.rawValue)
         return try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
     }
 
-    func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
+    package func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
         touched.note(node.rawValue)
         if subtree {
             return try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
@@ -568,11 +569,11 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
     }
 
-    func rulesMAC() throws(VaultError) -> [UInt8]? {
+    package func rulesMAC() throws(VaultError) -> [UInt8]? {
         try db.row("SELECT rules_mac FROM vaults WHERE name = $1", [name])?.first?.bytes
     }
 
-    func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
         try updateVaultRow("rules_mac = $2", .bytes(mac))
         pending?.rules = mac
         sealedPartsChanged = true
@@ -580,21 +581,21 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: access log
 
-    func nextAccessLogSequence() throws(VaultError) -> Int64 {
+    package func nextAccessLogSequence() throws(VaultError) -> Int64 {
         try db.integer("SELECT coalesce(max(sequence), 0) + 1 FROM access_log WHERE vault = $1", [name])
     }
 
-    func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
+    package func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
         try db.run("INSERT INTO access_log (vault, sequence, first_time, last_time, entries, sealed) VALUES ($1, $2, $3, $4, $5, $6)", [
             name, .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .bytes(row.sealed),
         ])
     }
 
-    func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
+    package func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
         try db.run("UPDATE access_log SET sealed = $3 WHERE vault = $1 AND sequence = $2", [name, .integer(sequence), .bytes(sealed)])
     }
 
-    func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
+    package func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
         try db.rows("""
             SELECT sequence, first_time, last_time, entries, sealed FROM access_log
             WHERE vault = $1 AND last_time >= $2 AND sequence > $3 ORDER BY sequence
@@ -607,7 +608,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
+    package func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
         let newest = "(SELECT max(sequence) FROM access_log WHERE vault = $1)"
         // Always a prefix, as in SQLite's: what is kept stays one run of sequences.
         var deleted = try db.run("""
@@ -624,7 +625,7 @@ final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return deleted
     }
 
-    func accessLogSummary() throws(VaultError) -> AccessLogSummary {
+    package func accessLogSummary() throws(VaultError) -> AccessLogSummary {
         guard let row = try db.row("SELECT count(*), coalesce(sum(entries), 0)::bigint, max(sequence) FROM access_log WHERE vault = $1", [name]),
               let batches = row[0].integer, let entries = row[1].integer else {
             throw .storageFailure("PostgreSQL: no result for the access log summary")

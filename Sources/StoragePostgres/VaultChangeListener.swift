@@ -1,3 +1,4 @@
+import VaultStorageKit
 import Glibc
 
 /// Hears what other sessions commit to a vault in PostgreSQL (LISTEN on the vault's channel),
@@ -88,7 +89,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
     /// The storage's message: it names the server (without a password) and libpq's reason,
     /// on one line (libpq's own spans several).
     private static func reason(_ error: VaultError) -> String {
-        var message = error.description
+        var message = "\(error)"  // VaultCore's description
         switch error {
         case .storageFailure(let storage), .storageUnreachable(let storage): message = storage
         default: break

@@ -1,9 +1,10 @@
+import VaultStorageKit
 import Glibc
 
 /// A vault in one SQLite file: the header in a singleton row, the format version in
 /// `user_version`, one row per node and one per attribute of a node. The file is checked and
 /// created here; what its records mean is NodeStore's business.
-final class SQLiteStorage: VaultStorage, @unchecked Sendable {
+package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     private let db: SQLiteConnection
     /// Whether the file is known to be in WAL mode (see `write`).
     private var journalIsWAL: Bool
@@ -20,14 +21,14 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         self.journalIsWAL = journalIsWAL
     }
 
-    var path: String { db.path }
+    package var path: String { db.path }
 
     // MARK: the vault file
 
     /// Creates a vault file (0600, parent directories 0700) and its tables, and runs `populate`
     /// in the same durable transaction. Refuses to touch an existing file; removes what it
     /// created if any step fails.
-    static func create(at path: String, _ populate: (SQLiteStorage) throws(VaultError) -> Void) throws(VaultError) -> SQLiteStorage {
+    package static func create(at path: String, _ populate: (SQLiteStorage) throws(VaultError) -> Void) throws(VaultError) -> SQLiteStorage {
         try VaultFiles.createParentDirectories(of: path)
         try VaultFiles.createEmptyPrivateFile(path)
         do {
@@ -54,7 +55,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// Opens the vault file at `path`, refusing what is not one. Writes nothing: the format
     /// version is the caller's to judge, and the switch to WAL waits for the first write, so a
     /// vault can be checked (or refused for its version) without being changed.
-    static func open(at path: String) throws(VaultError) -> SQLiteStorage {
+    package static func open(at path: String) throws(VaultError) -> SQLiteStorage {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { throw .vaultNotFound(path) }
@@ -77,7 +78,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: transactions
 
-    func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
+    package func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
                              _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Outside any transaction: SQLite cannot change the journal mode inside one.
         if !journalIsWAL {
@@ -103,22 +104,22 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return result
     }
 
-    func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    package func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try db.readTransaction(body)
     }
 
-    func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+    package func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try db.readTransaction(body)
     }
 
-    func syncCarriedCommits() throws(VaultError) {
+    package func syncCarriedCommits() throws(VaultError) {
         // Before the first write the file may still be in rollback mode, whose commits are all
         // durable: there is no WAL to sync.
         guard journalIsWAL else { return }
         try db.syncWAL()
     }
 
-    var syncsAlongsideCommits: Bool { journalIsWAL }
+    package var syncsAlongsideCommits: Bool { journalIsWAL }
 
     /// Free pages below this many (256 KiB) are left for the next writes to reuse.
     static let reclaimMinimumPages: Int64 = 64
@@ -145,7 +146,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// `journal_size_limit` keeps up to 4 MiB of it between commits, the room a large item's
     /// store needs on a full disk, which would otherwise outweigh a small vault for good.
     /// Nobody waits: another process's lock leaves the work to the next call.
-    func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool {
+    package func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool {
         guard journalIsWAL else { return false }
         let free = try db.integer("PRAGMA freelist_count")
         let pages = try db.integer("PRAGMA page_count")
@@ -189,7 +190,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// is the file's for as long as this connection is open (only the last connection to close
     /// removes it), and a checkpoint that reset it had synced it first. The first time, the
     /// directory too, as SQLite does after creating the WAL.
-    func syncAlongsideCommits() throws(VaultError) {
+    package func syncAlongsideCommits() throws(VaultError) {
         let wal = path + "-wal"
         if walDescriptor < 0 {
             let opened = Glibc.open(wal, O_RDONLY | O_CLOEXEC)
@@ -208,40 +209,40 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func changeToken() throws(VaultError) -> StorageChangeToken {
+    package func changeToken() throws(VaultError) -> StorageChangeToken {
         // data_version counts only other connections' commits; ours are counted apart.
         StorageChangeToken(Int64(db.commits), try db.dataVersion())
     }
 
     // MARK: format
 
-    func formatVersion() throws(VaultError) -> Int {
+    package func formatVersion() throws(VaultError) -> Int {
         Int(try db.integer("PRAGMA user_version"))
     }
 
-    func setFormatVersion(_ version: Int) throws(VaultError) {
+    package func setFormatVersion(_ version: Int) throws(VaultError) {
         // user_version lives in the database header page, so it commits with the transaction.
         try db.execute("PRAGMA user_version = \(version)")
     }
 
-    func prepareStorage(forFormatVersion version: Int) throws(VaultError) {
+    package func prepareStorage(forFormatVersion version: Int) throws(VaultError) {
         if let migration = SQLiteSchema.migrations[version] { try db.execute(migration) }
     }
 
     // MARK: header
 
-    func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
+    package func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
         try db.run("INSERT INTO vault (singleton, vault_id, item_size_limit, next_node_id, header_mac) VALUES (1, ?, ?, ?, ?)",
                    [.blob(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(firstNodeID.rawValue), .blob(header.mac)])
     }
 
-    func header() throws(VaultError) -> VaultHeader? {
+    package func header() throws(VaultError) -> VaultHeader? {
         guard let row = try db.row("SELECT vault_id, item_size_limit, header_mac FROM vault WHERE singleton = 1"),
               let vaultID = row[0].blob, let limit = row[1].integer, let mac = row[2].blob else { return nil }
         return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
     }
 
-    func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
         guard try db.run("UPDATE vault SET header_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
@@ -250,30 +251,30 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: generation
 
-    var generationCipher: RecordCipher?
-    private(set) var lastSealedGeneration: Int64?
-    private(set) var sealedPartsChanged = false
+    package var generationCipher: (any GenerationSealer)?
+    package private(set) var lastSealedGeneration: Int64?
+    package private(set) var sealedPartsChanged = false
     /// Whether the vault is known to be of format 8 or later (`write`).
     private var hasGeneration = false
 
-    func vaultState() throws(VaultError) -> VaultState? {
+    package func vaultState() throws(VaultError) -> VaultState? {
         guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vault WHERE singleton = 1"),
               let generation = row[0].integer, let header = row[1].blob else { return nil }
         return VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].blob, membersMAC: row[3].blob, stateMAC: row[4].blob)
     }
 
-    func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
         guard try db.run("UPDATE vault SET members_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
         sealedPartsChanged = true
     }
 
-    func raiseGeneration(sealedBy cipher: RecordCipher) throws(VaultError) {
+    package func raiseGeneration(sealedBy cipher: any GenerationSealer) throws(VaultError) {
         lastSealedGeneration = try sealNextGeneration(cipher)
     }
 
-    private func sealNextGeneration(_ cipher: RecordCipher) throws(VaultError) -> Int64 {
+    private func sealNextGeneration(_ cipher: any GenerationSealer) throws(VaultError) -> Int64 {
         guard let row = try db.row("UPDATE vault SET generation = generation + 1 WHERE singleton = 1 "
                                        + "RETURNING generation, header_mac, rules_mac, members_mac"),
               let generation = row[0].integer, let header = row[1].blob else { throw .integrityFailure("vault header (missing)") }
@@ -282,20 +283,20 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return generation
     }
 
-    func allocateNodeID() throws(VaultError) -> NodeID {
+    package func allocateNodeID() throws(VaultError) -> NodeID {
         guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
             throw .integrityFailure("vault header (missing)")
         }
         return NodeID(id)
     }
 
-    func nextNodeID() throws(VaultError) -> NodeID? {
+    package func nextNodeID() throws(VaultError) -> NodeID? {
         try db.row("SELECT next_node_id FROM vault WHERE singleton = 1")?.first?.integer.map(NodeID.init)
     }
 
     // MARK: key slots
 
-    func keySlots() throws(VaultError) -> [KeySlotRow] {
+    package func keySlots() throws(VaultError) -> [KeySlotRow] {
         var slots: [KeySlotRow] = []
         try db.query("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key FROM key_slots ORDER BY id") {
             (row) throws(VaultError) in
@@ -310,20 +311,20 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return slots
     }
 
-    func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
+    package func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
         try db.run("INSERT OR REPLACE INTO key_slots (id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, wrapped_master_key) VALUES (?, ?, ?, ?, ?, ?)", [
             .integer(slot.id), .integer(slot.parameters.algorithm), .integer(Int64(bitPattern: slot.parameters.opsLimit)),
             .integer(Int64(bitPattern: slot.parameters.memLimit)), .blob(slot.salt), .blob(slot.wrappedMasterKey),
         ])
     }
 
-    func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
+    package func deleteKeySlot(id: Int64) throws(VaultError) -> Bool {
         try db.run("DELETE FROM key_slots WHERE id = ?", [.integer(id)]) > 0
     }
 
     // MARK: member slots
 
-    func memberSlots() throws(VaultError) -> [MemberSlotRow] {
+    package func memberSlots() throws(VaultError) -> [MemberSlotRow] {
         var slots: [MemberSlotRow] = []
         try db.query("SELECT name, public_key, sealed_master_key FROM member_slots ORDER BY name") { (row) throws(VaultError) in
             guard let name = row[0].blob, let publicKey = row[1].blob, let sealed = row[2].blob else {
@@ -334,7 +335,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return slots
     }
 
-    func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
+    package func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
         // Checked first rather than mapped from a constraint error: the message names which.
         if try db.row("SELECT 1 FROM member_slots WHERE name = ? OR public_key = ?", [.blob(slot.name), .blob(slot.publicKey)]) != nil {
             throw .alreadyExists("member \(String(decoding: slot.name, as: UTF8.self)) or its public key")
@@ -343,7 +344,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
                    [.blob(slot.name), .blob(slot.publicKey), .blob(slot.sealedMasterKey)])
     }
 
-    func deleteMemberSlot(named name: [UInt8]) throws(VaultError) -> Bool {
+    package func deleteMemberSlot(named name: [UInt8]) throws(VaultError) -> Bool {
         try db.run("DELETE FROM member_slots WHERE name = ?", [.blob(name)]) > 0
     }
 
@@ -366,20 +367,20 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return node
     }
 
-    func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
+    package func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
         guard let row = try db.row("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
             return nil
         }
         return try SQLiteStorage.readableNodeRow(row)
     }
 
-    func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
+    package func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
         guard let row = try db.row("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE parent = ? AND name_tag = ?",
                                    [.integer(parent.rawValue), .blob(nameTag)]) else { return nil }
         return try SQLiteStorage.readableNodeRow(row)
     }
 
-    func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
+    package func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
         var rows: [NodeRow] = []
         try db.query("SELECT \(SQLiteStorage.nodeColumns) FROM nodes WHERE parent = ? AND id != parent", [.integer(parent.rawValue)]) {
             (row) throws(VaultError) in rows.append(try SQLiteStorage.readableNodeRow(row))
@@ -387,15 +388,15 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return rows
     }
 
-    func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
+    package func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
         try db.row("SELECT 1 FROM nodes WHERE parent = ? AND id != parent LIMIT 1", [.integer(parent.rawValue)]) != nil
     }
 
-    func parent(of id: NodeID) throws(VaultError) -> NodeID? {
+    package func parent(of id: NodeID) throws(VaultError) -> NodeID? {
         try db.row("SELECT parent FROM nodes WHERE id = ?", [.integer(id.rawValue)])?.first?.integer.map(NodeID.init)
     }
 
-    func everyNode() throws(VaultError) -> [StoredNode] {
+    package func everyNode() throws(VaultError) -> [StoredNode] {
         var nodes: [StoredNode] = []
         try db.query("SELECT \(SQLiteStorage.nodeColumns), content IS NOT NULL FROM nodes ORDER BY id") { (row) throws(VaultError) in
             if let node = SQLiteStorage.nodeRow(row), let hasContent = row[7].integer {
@@ -407,51 +408,51 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return nodes
     }
 
-    func itemCount() throws(VaultError) -> Int {
+    package func itemCount() throws(VaultError) -> Int {
         Int(try db.integer("SELECT count(*) FROM nodes WHERE kind = \(NodeKind.item.rawValue)"))
     }
 
-    func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
+    package func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
         try db.row("SELECT content FROM nodes WHERE id = ?", [.integer(id.rawValue)])?.first?.blob
     }
 
     /// One statement, so one snapshot without a BEGIN and COMMIT around it: an open costs one
     /// step here instead of four.
-    func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
+    package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
         guard let row = try db.row("SELECT \(SQLiteStorage.nodeColumns), content FROM nodes WHERE id = ?", [.integer(id.rawValue)]) else {
             return nil
         }
         return (try SQLiteStorage.readableNodeRow(row), row.count > 7 ? row[7].blob : nil)
     }
 
-    func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
+    package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         try db.run("INSERT INTO nodes (id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
             .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .blob(row.incarnation),
             .blob(row.nameTag), .blob(row.sealedName), .blob(row.sealedAttributes), sealedContent.map(SQLValue.blob) ?? .null,
         ])
     }
 
-    func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
+    package func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
         try db.run("UPDATE nodes SET attributes = ? WHERE id = ?", [.blob(sealedAttributes), .integer(id.rawValue)])
     }
 
-    func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
+    package func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
         try db.run("UPDATE nodes SET attributes = ?, content = ? WHERE id = ?",
                    [.blob(sealedAttributes), .blob(sealedContent), .integer(id.rawValue)])
     }
 
-    func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
+    package func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError) {
         try db.run("UPDATE nodes SET parent = ?, name_tag = ?, name = ?, attributes = ? WHERE id = ?", [
             .integer(parent.rawValue), .blob(nameTag), .blob(sealedName), .blob(sealedAttributes), .integer(id.rawValue),
         ])
     }
 
-    func deleteNode(_ id: NodeID) throws(VaultError) {
+    package func deleteNode(_ id: NodeID) throws(VaultError) {
         try db.run("DELETE FROM nodes WHERE id = ?", [.integer(id.rawValue)])
     }
 
-    func deleteSubtree(_ id: NodeID) throws(VaultError) {
+    package func deleteSubtree(_ id: NodeID) throws(VaultError) {
         try db.run("""
             WITH RECURSIVE subtree(id) AS (
                 SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
@@ -481,31 +482,31 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return rows
     }
 
-    func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
+    package func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
         try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE node = ? AND tag = ?",
                           [.integer(node.rawValue), .blob(tag)]).first
     }
 
-    func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
+    package func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
         try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE node = ?", [.integer(node.rawValue)])
     }
 
-    func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
+    package func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
         try attributeRows("SELECT \(SQLiteStorage.attributeColumns) FROM attributes WHERE search_tag = ?", [.blob(searchTag)])
     }
 
-    func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
+    package func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
         try db.run("""
             INSERT INTO attributes (node, tag, search_tag, name, value) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (node, tag) DO UPDATE SET search_tag = excluded.search_tag, name = excluded.name, value = excluded.value
             """, [.integer(row.node.rawValue), .blob(row.tag), .blob(row.searchTag), .blob(row.sealedName), .blob(row.sealedValue)])
     }
 
-    func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
+    package func deleteAttribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> Bool {
         try db.run("DELETE FROM attributes WHERE node = ? AND tag = ?", [.integer(node.rawValue), .blob(tag)]) > 0
     }
 
-    func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
+    package func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
         if subtree {
             try db.run("""
                 WITH RECURSIVE subtree(id) AS (
@@ -518,7 +519,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         }
     }
 
-    func everyAttribute() throws(VaultError) -> [StoredAttribute] {
+    package func everyAttribute() throws(VaultError) -> [StoredAttribute] {
         var attributes: [StoredAttribute] = []
         try db.query("SELECT \(SQLiteStorage.attributeColumns) FROM attributes ORDER BY node") { (row) throws(VaultError) in
             attributes.append(SQLiteStorage.attributeRow(row).map(StoredAttribute.row) ?? .malformed(node: row[0].integer))
@@ -539,20 +540,20 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return rows
     }
 
-    func ruleRows() throws(VaultError) -> [RuleRow] {
+    package func ruleRows() throws(VaultError) -> [RuleRow] {
         try ruleRows("SELECT node, sealed FROM rules ORDER BY node")
     }
 
-    func upsertRule(_ row: RuleRow) throws(VaultError) {
+    package func upsertRule(_ row: RuleRow) throws(VaultError) {
         try db.run("INSERT INTO rules (node, sealed) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET sealed = excluded.sealed",
                    [.integer(row.node.rawValue), .blob(row.sealed)])
     }
 
-    func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
+    package func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
         try db.run("DELETE FROM rules WHERE node = ?", [.integer(node.rawValue)]) > 0
     }
 
-    func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
+    package func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
         if subtree {
             return try ruleRows("""
                 WITH RECURSIVE subtree(id) AS (
@@ -564,11 +565,11 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return try ruleRows("DELETE FROM rules WHERE node = ? RETURNING node, sealed", [.integer(node.rawValue)])
     }
 
-    func rulesMAC() throws(VaultError) -> [UInt8]? {
+    package func rulesMAC() throws(VaultError) -> [UInt8]? {
         try db.row("SELECT rules_mac FROM vault WHERE singleton = 1")?.first?.blob
     }
 
-    func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
+    package func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
         guard try db.run("UPDATE vault SET rules_mac = ? WHERE singleton = 1", [.blob(mac)]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
@@ -577,21 +578,21 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: access log
 
-    func nextAccessLogSequence() throws(VaultError) -> Int64 {
+    package func nextAccessLogSequence() throws(VaultError) -> Int64 {
         try db.integer("SELECT coalesce(max(sequence), 0) + 1 FROM access_log")
     }
 
-    func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
+    package func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
         try db.run("INSERT INTO access_log (sequence, first_time, last_time, entries, sealed) VALUES (?, ?, ?, ?, ?)", [
             .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .blob(row.sealed),
         ])
     }
 
-    func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
+    package func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
         try db.run("UPDATE access_log SET sealed = ? WHERE sequence = ?", [.blob(sealed), .integer(sequence)])
     }
 
-    func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
+    package func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
         var batches: [StoredAccessLogBatch] = []
         try db.query("""
             SELECT sequence, first_time, last_time, entries, sealed FROM access_log
@@ -607,7 +608,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return batches
     }
 
-    func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
+    package func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
         let newest = "(SELECT max(sequence) FROM access_log)"
         // Always a prefix (up to the last batch that is too old), even if the clock went back
         // meanwhile: what is kept stays one run of sequences, so a gap means tampering.
@@ -627,7 +628,7 @@ final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return deleted
     }
 
-    func accessLogSummary() throws(VaultError) -> AccessLogSummary {
+    package func accessLogSummary() throws(VaultError) -> AccessLogSummary {
         guard let row = try db.row("SELECT count(*), coalesce(sum(entries), 0), max(sequence) FROM access_log"),
               let batches = row[0].integer, let entries = row[1].integer else {
             throw .storageFailure("no result for the access log summary")

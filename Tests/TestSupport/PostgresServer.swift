@@ -5,20 +5,26 @@ import Glibc
 /// listening on a Unix socket there (and, with `Options.tcp`, on 127.0.0.1), trusting local
 /// connections. As root it runs as the `postgres` system user (the server refuses root),
 /// which Debian's package creates.
-final class PostgresServer {
+package final class PostgresServer {
     /// How the server is started; the defaults give a Unix socket only.
-    struct Options {
+    package struct Options {
         /// Listen on 127.0.0.1 too, on a free port.
-        var tcp = false
+        package var tcp = false
         /// Serve TLS with this certificate and key (PEM files); TCP then takes TLS only.
-        var tls: (certificate: String, key: String)? = nil
+        package var tls: (certificate: String, key: String)? = nil
         /// More `-c name=value` settings.
-        var settings: [String] = []
+        package var settings: [String] = []
+
+        package init(tcp: Bool = false, tls: (certificate: String, key: String)? = nil, settings: [String] = []) {
+            self.tcp = tcp
+            self.tls = tls
+            self.settings = settings
+        }
     }
 
     /// The server's programs: Debian keeps each major version apart
     /// (`/usr/lib/postgresql/MAJOR/bin`, initdb and postgres not on PATH); the newest installed.
-    static let binaries: String = {
+    package static let binaries: String = {
         let root = "/usr/lib/postgresql"
         let majors = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
         for major in majors.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(major)/bin/initdb") {
@@ -26,16 +32,18 @@ final class PostgresServer {
         }
         return root + "/bin"  // none: the first use says what is missing
     }()
-    let directory: String
-    let socketDirectory: String
+    /// Whether the server's programs are there to start one.
+    package static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binaries + "/initdb") }
+    package let directory: String
+    package let socketDirectory: String
     /// Also the Unix socket's number (`.s.PGSQL.PORT`).
-    let port: Int
+    package let port: Int
     private let options: Options
     private var server: Process
 
-    convenience init() throws { try self.init(Options()) }
+    package convenience init() throws { try self.init(Options()) }
 
-    init(_ options: Options) throws {
+    package init(_ options: Options) throws {
         self.options = options
         directory = "/tmp/kcfs-pg-" + UUID().uuidString.prefix(8)
         socketDirectory = directory + "/socket"
@@ -129,7 +137,7 @@ final class PostgresServer {
     }
 
     /// Fast shutdown (SIGINT), waited for.
-    func stop() {
+    package func stop() {
         if server.isRunning {
             resume()
             kill(server.processIdentifier, SIGINT)
@@ -138,15 +146,15 @@ final class PostgresServer {
     }
 
     /// Starts the server again on the same data directory, socket and port.
-    func restart() throws {
+    package func restart() throws {
         stop()
         try start()
     }
 
     /// The server and every backend stop answering (SIGSTOP), as a hung machine would.
-    func suspend() { signalEveryProcess(SIGSTOP) }
+    package func suspend() { signalEveryProcess(SIGSTOP) }
 
-    func resume() { signalEveryProcess(SIGCONT) }
+    package func resume() { signalEveryProcess(SIGCONT) }
 
     /// The postmaster and its children (backends and helpers).
     private func signalEveryProcess(_ signal: Int32) {
@@ -164,14 +172,14 @@ final class PostgresServer {
     }
 
     /// Creates a database and gives the libpq URI of it, over the Unix socket.
-    func createDatabase(_ name: String) throws -> String {
+    package func createDatabase(_ name: String) throws -> String {
         let created = try run(PostgresServer.binaries + "/createdb", ["-h", socketDirectory, "-p", String(port), "-U", "postgres", name])
         guard created.status == 0 else { throw FixtureError("createdb failed: \(created.stderr)") }
         return "postgresql:///\(name)?host=\(socketDirectory)&user=postgres" + (port == 5432 ? "" : "&port=\(port)")
     }
 
     /// `pg_dump` of a database, as plain SQL.
-    func dump(_ database: String) throws -> String {
+    package func dump(_ database: String) throws -> String {
         let dumped = try run(PostgresServer.binaries + "/pg_dump", ["-h", socketDirectory, "-p", String(port), "-U", "postgres", database])
         guard dumped.status == 0 else { throw FixtureError("pg_dump failed: \(dumped.stderr)") }
         return dumped.stdoutText
@@ -179,7 +187,7 @@ final class PostgresServer {
 
     /// Runs SQL with psql in `database`; its rows unaligned, one a line.
     @discardableResult
-    func sql(_ database: String, _ statements: String) throws -> String {
+    package func sql(_ database: String, _ statements: String) throws -> String {
         let result = try run("/usr/bin/psql", ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", String(port),
                                                "-U", "postgres", "-d", database, "-c", statements])
         guard result.status == 0 else { throw FixtureError("psql failed: \(result.stderr)") }

@@ -1,3 +1,4 @@
+import VaultStorageKit
 import CSQLite
 import Glibc
 

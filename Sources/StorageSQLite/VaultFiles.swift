@@ -1,3 +1,4 @@
+import VaultStorageKit
 import Glibc
 
 /// The few filesystem steps around an SQLite vault file that SQLite does not do itself.

@@ -1,10 +1,12 @@
 import CSodium
 import Glibc
+import StorageSQLite
 
 /// This machine's record of the newest generation it has seen of each vault, by location (the
 /// file's real path, or the PostgreSQL URI without its password, with the vault's id): an
 /// SQLite file of its own, `$XDG_STATE_HOME/keychainfs/generations.sqlite` (else
-/// `~/.local/state/...`, 0600 in 0700 directories), one row per vault location, each written
+/// `~/.local/state/...`, 0600 in 0700 directories), kept by the SQLite engine
+/// (`SeenGenerationFile`, so no SQL is written here), one row per vault location, each written
 /// in one durable transaction (SQLite's journal makes the replacement atomic, as a temporary
 /// file renamed over the old one would). Opening a vault whose generation is older is
 /// `.rolledBack` unless accepted, which records the older one as newest.
@@ -25,18 +27,6 @@ public enum SeenGenerations {
         return (home ?? "/") + "/.local/state/keychainfs/generations.sqlite"
     }
 
-    private static let schema = """
-        PRAGMA synchronous = FULL;
-        CREATE TABLE IF NOT EXISTS seen (
-            location   BLOB    NOT NULL,
-            vault_id   BLOB    NOT NULL,
-            generation INTEGER NOT NULL,
-            header_mac BLOB    NOT NULL,
-            mac        BLOB    NOT NULL,
-            PRIMARY KEY (location, vault_id)
-        );
-        """
-
     /// Where a vault is, as its row names it: a file by its real path (a copy elsewhere is
     /// another vault location), a PostgreSQL vault by its URI without the password.
     static func location(of path: String) -> String {
@@ -46,18 +36,9 @@ public enum SeenGenerations {
         return String(cString: resolved)
     }
 
-    private static func connection() throws(VaultError) -> SQLiteConnection {
+    private static func file() throws(VaultError) -> SeenGenerationFile {
         let path = self.path
-        do throws(VaultError) {
-            try VaultFiles.createParentDirectories(of: path)
-            var info = stat()
-            if stat(path, &info) != 0 {
-                do throws(VaultError) { try VaultFiles.createEmptyPrivateFile(path) } catch .vaultExists { /* made meanwhile */ }
-            }
-            let db = try SQLiteConnection(path: path, create: false)
-            try db.execute(schema)
-            return db
-        } catch {
+        do throws(VaultError) { return try SeenGenerationFile(path: path) } catch {
             throw .storageFailure("this machine's record of vault generations seen, \(path): \(error)")
         }
     }
@@ -93,26 +74,24 @@ public enum SeenGenerations {
     /// gives the generation to record.
     private static func update(location: String, generation: Int64, headerMAC: [UInt8], cipher: RecordCipher,
                                _ decide: (Int64?, Bool, Bool) throws(VaultError) -> Int64) throws(VaultError) {
-        let db = try connection()
-        let key: [SQLValue] = [.blob(Array(location.utf8)), .blob(cipher.vaultID)]
-        try db.writeTransaction { () throws(VaultError) in
-            let row = try db.row("SELECT generation, header_mac, mac FROM seen WHERE location = ? AND vault_id = ?", key)
+        try file().update(location: Array(location.utf8), vaultID: cipher.vaultID) {
+            (stored) throws(VaultError) -> SeenGenerationFile.Row? in
             var recorded: Int64? = nil, authentic = false, sameKey = false
-            if let row, let stored = row[0].integer, let storedHeader = row[1].blob, let mac = row[2].blob {
-                recorded = stored
-                sameKey = storedHeader == headerMAC
-                let expected = cipher.seenMAC(location: location, generation: stored, headerMAC: storedHeader)
-                authentic = sameKey && expected.count == mac.count && sodium_memcmp(expected, mac, mac.count) == 0
-            } else if row != nil {
+            switch stored {
+            case .row(let row)?:
+                recorded = row.generation
+                sameKey = row.headerMAC == headerMAC
+                let expected = cipher.seenMAC(location: location, generation: row.generation, headerMAC: row.headerMAC)
+                authentic = sameKey && expected.count == row.mac.count && sodium_memcmp(expected, row.mac, row.mac.count) == 0
+            case .malformed?:
                 sameKey = true  // a malformed row: tampering, as one whose MAC fails
+            case nil:
+                break
             }
             let newest = try decide(recorded, authentic, sameKey)
-            guard newest != recorded || !authentic else { return }
-            try db.run("INSERT INTO seen (location, vault_id, generation, header_mac, mac) VALUES (?, ?, ?, ?, ?) "
-                       + "ON CONFLICT (location, vault_id) DO UPDATE SET generation = excluded.generation, "
-                       + "header_mac = excluded.header_mac, mac = excluded.mac",
-                       key + [.integer(newest), .blob(headerMAC),
-                              .blob(cipher.seenMAC(location: location, generation: newest, headerMAC: headerMAC))])
+            guard newest != recorded || !authentic else { return nil }
+            return SeenGenerationFile.Row(generation: newest, headerMAC: headerMAC,
+                                          mac: cipher.seenMAC(location: location, generation: newest, headerMAC: headerMAC))
         }
     }
 }

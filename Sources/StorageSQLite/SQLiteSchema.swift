@@ -1,3 +1,4 @@
+import VaultStorageKit
 /// The SQLite layout of a vault: SQLite's own header carries the application id and the format
 /// version (PRAGMA application_id / user_version), so no custom header is invented.
 enum SQLiteSchema {

@@ -1,12 +1,13 @@
+import VaultStorageKit
 /// Where a vault in PostgreSQL is: a libpq connection URI, and after `#` the vault's name
 /// within that database ("default" when there is no fragment). libpq never sees the fragment:
 /// the name scopes every row, so several vaults share one database.
-struct PostgresLocation {
+package struct PostgresLocation {
     /// What libpq connects with.
     let uri: String
     let vaultName: String
     /// The URI without its password, for messages.
-    let displayName: String
+    package let displayName: String
     /// How long one statement may wait for the server before the call fails and the
     /// connection is dropped: `keychainfs_timeout=SECONDS` in the URI's query.
     let queryTimeoutSeconds: Int
@@ -15,11 +16,11 @@ struct PostgresLocation {
     static let defaultQueryTimeoutSeconds = 10
     static let queryTimeoutParameter = "keychainfs_timeout"
 
-    static func isPostgreSQL(_ path: String) -> Bool {
+    package static func isPostgreSQL(_ path: String) -> Bool {
         path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
     }
 
-    init(_ path: String) throws(VaultError) {
+    package init(_ path: String) throws(VaultError) {
         var uri = Substring(path)
         var name = Substring(PostgresLocation.defaultVaultName)
         if let hash = path.firstIndex(of: "#") {

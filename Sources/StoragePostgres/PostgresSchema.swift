@@ -1,3 +1,4 @@
+import VaultStorageKit
 /// The PostgreSQL layout of vaults: the tables of SQLite's layout with the vault's name first
 /// in every key, so several vaults share one database. The `vaults` row holds what SQLite keeps
 /// in its singleton row and `user_version`. `keychainfs_schema` numbers the layout of the

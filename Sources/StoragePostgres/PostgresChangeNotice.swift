@@ -1,3 +1,4 @@
+import VaultStorageKit
 /// What a write transaction tells the other sessions of a vault, as its NOTIFY payload:
 /// `ORIGIN:ID,ID,...`, the writing storage's random origin (so a listener can skip its own
 /// process's writes, whichever backend carried them) and the ids of the nodes it touched,

@@ -1,3 +1,0 @@
-extension VaultStorage {
-    func changeListener() -> VaultChangeListener? { nil }
-}
