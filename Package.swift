@@ -40,7 +40,7 @@ let package = Package(
         // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
         .target(name: "Support", dependencies: ["Locking", "SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
         // sd-bus: messages, calls and errors, and objects declared once; knows nothing of secrets.
-        .target(name: "DBus", dependencies: ["Locking", "Support", "CSystemd"]),
+        .target(name: "DBus", dependencies: ["Locking", "Support", "VaultCore", "CSystemd"]),
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
         .target(name: "Admission", dependencies: ["Locking", "VaultCore", "Support", "CLinux"]),
         // The FUSE low-level driver: POSIX calls onto the vault, through Admission.
