@@ -109,7 +109,7 @@ final class PythonBusClient {
     }
 }
 
-@Suite struct BusConnectionTests {
+@Suite(.tags(.bus)) struct BusConnectionTests {
     @Test func aCallCarriesStringsBytesDictsVariantsAndStructsBothWays() throws {
         let wiped = ThreadResult<[String]>()
         let fixture = try BusLoopFixture { call in

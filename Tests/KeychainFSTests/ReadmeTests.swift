@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
-@Suite struct ReadmeTests {
+@Suite(.tags(.mount)) struct ReadmeTests {
     @Test func theUsedByLinesWorkAsWritten() throws {
         let home = NSTemporaryDirectory() + "keychainfs-home-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: home + "/secrets", withIntermediateDirectories: true)
