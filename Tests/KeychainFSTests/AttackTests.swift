@@ -6,7 +6,7 @@ import Testing
 /// 21), each tried through a real mount that user made, by that user's own programs. Each
 /// test first shows the admitted program reading, so a refusal means the attack, not a
 /// broken setup.
-@Suite(.serialized, .tags(.mount))
+@Suite(.serialized, .tags(.mount, .slow))
 struct AttackTests {
     static let secret = "s3cret-token"
 

@@ -18,7 +18,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
     StatusReport(json: try run(keychainfsBinary, ["status", "--json", mountpoint]).stdoutText)
 }
 
-@Suite(.tags(.mount)) struct LockTests {
+@Suite(.tags(.mount, .slow)) struct LockTests {
     @Test func lockedMountAnswersEACCESUntilUnlockedEvenThroughOpenDescriptors() throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("app"), 0o700) == 0)
@@ -226,7 +226,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
 }
 
 /// The proofs that locking and unmounting leave no plaintext in the daemon's memory.
-@Suite(.tags(.mount)) struct WipeProofTests {
+@Suite(.tags(.mount, .slow)) struct WipeProofTests {
     @Test func aLockedDaemonHoldsNoCanaryAndUnlockBringsItBack() throws {
         let m = try MountFixture()
         let canary = Array(("CANARY-" + UUID().uuidString + "-" + UUID().uuidString).utf8)

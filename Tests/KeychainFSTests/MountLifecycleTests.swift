@@ -42,7 +42,7 @@ final class ForegroundDaemon {
     }
 }
 
-@Suite(.tags(.mount)) struct MountLifecycleTests {
+@Suite(.tags(.mount, .slow)) struct MountLifecycleTests {
     @Test(arguments: ["keychainfs unmount", "fusermount3 -u", "umount", "SIGTERM", "SIGINT"])
     func everyWayOfUnmountingEndsTheSameWay(method: String) throws {
         let f = try CLIFixture()

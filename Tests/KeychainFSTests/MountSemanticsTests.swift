@@ -16,7 +16,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
 }
 
 /// The finer points of sharing an open file, found by review and pinned here.
-@Suite(.tags(.mount)) struct MountSemanticsTests {
+@Suite(.tags(.mount, .slow)) struct MountSemanticsTests {
     @Test func aReaderClosingNeverStoresAWritersHalfWrittenContent() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("OLD".utf8)) == 0)

@@ -34,7 +34,7 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
     return sawIntegrityFailure
 }
 
-@Suite struct TamperTests {
+@Suite(.tags(.slow)) struct TamperTests {
     let items: [String: [UInt8]] = [
         "app/token": Array("token-value".utf8),
         "app/pw": Array("password-value-longer".utf8),
