@@ -5,7 +5,7 @@ import Testing
 
 /// Access rules through real mounts: who reads, who is refused, with what errno, and how fast a
 /// change reaches a running mount.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.mount, .slow))
 struct AccessRuleMountTests {
     /// A mount with `app/token` ("s3cret") and `open/plain`, and a scratch directory of
     /// executables: `bin/reader` (a copy of cat, which the tests allow), `elsewhere/reader` (a

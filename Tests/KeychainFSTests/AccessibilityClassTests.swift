@@ -20,7 +20,7 @@ private final class EnvironmentMount {
     }
 }
 
-@Suite struct AccessibilityClassTests {
+@Suite(.tags(.mount, .slow)) struct AccessibilityClassTests {
     @Test func classesThroughTheCommandLine() throws {
         let f = try CLIFixture()
         #expect(try f.cli(["set", "svc/token", "t", "--class", "after-first-unlock"]).exitStatus == .success)

@@ -6,7 +6,7 @@ import Testing
 /// 21), each tried through a real mount that user made, by that user's own programs. Each
 /// test first shows the admitted program reading, so a refusal means the attack, not a
 /// broken setup.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.mount, .slow))
 struct AttackTests {
     static let secret = "s3cret-token"
 
@@ -168,7 +168,7 @@ struct AttackTests {
 }
 
 /// The same route on D-Bus: the bus names only the process that opened a connection.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.mount, .bus))
 struct BusAttackTests {
     @Test func connectThenExecOnTheBusIsRefusedWithoutConfirm() throws {
         let m = try UserMount(secretService: true)

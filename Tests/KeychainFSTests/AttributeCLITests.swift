@@ -4,7 +4,7 @@ import Testing
 /// The attribute commands through the real binary: `set --attr`, `attr`, `find`, and the JSON
 /// forms of `get`, `ls -l`, `attr` and `find`. Each command opens the vault anew, so what one
 /// prints another has read back from the file.
-@Suite struct AttributeCLITests {
+@Suite(.tags(.slow)) struct AttributeCLITests {
     private func json(_ result: RunResult) throws -> Any {
         try JSONSerialization.jsonObject(with: result.stdout)
     }

@@ -7,7 +7,7 @@ import VaultCore
 /// Input the program cannot take is refused with a clear error, and changes nothing: vault
 /// locations that are neither a file nor a URI this program reads, names that are not UTF-8,
 /// and names whose control characters would forge lines where they are printed.
-@Suite struct BadInputTests {
+@Suite(.tags(.mount, .slow)) struct BadInputTests {
     static let badLocations = ["postgresql:/x", "postgresql:x", "PostgreSQL://localhost/db", "POSTGRES://localhost/db",
                                "postgres:", "postgresql:", "host=localhost dbname=vaults", " dbname = vaults", "foo://bar",
                                "file:///tmp/x.vault", ""]

@@ -3,7 +3,7 @@ import Foundation
 @testable import Support
 import Testing
 
-@Suite struct CLITests {
+@Suite(.tags(.slow)) struct CLITests {
     @Test func theReadmeRoundTrip() throws {
         let f = try CLIFixture()
         #expect(try f.cli(["set", "app/token"], stdin: Data("s3cret\n".utf8)).exitStatus == .success)

@@ -29,7 +29,7 @@ import Testing
         #expect(script.contains("archive-passphrase-file"))  // fish names long options without the dashes
     }
 
-    @Test func theManPageHasEverySubcommand() throws {
+    @Test(.tags(.manPage)) func theManPageHasEverySubcommand() throws {
         // The tool swift-argument-parser's GenerateManual plugin runs (scripts/test and scripts/setup build it).
         let generator = keychainfsBuildDirectory + "/generate-manual"
         try #require(FileManager.default.isExecutableFile(atPath: generator), "build it with: swift build --product generate-manual")

@@ -4,7 +4,7 @@ import Testing
 
 /// A flood of readers against a `--confirm` rule, through a real mount: the dialogs on the
 /// screen, the daemon's threads and the answers asked for stay bounded.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.mount, .slow))
 struct ConfirmationFloodTests {
     /// 40 readers, 5 of each of 8 executables (copies of cat in a root-owned 0755 directory,
     /// each with its own --confirm rule), all waiting at once. The dialog records itself, holds

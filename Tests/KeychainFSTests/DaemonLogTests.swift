@@ -17,7 +17,7 @@ func refusal(of request: String, at mountpoint: String) -> Support.ExitStatus? {
 }
 
 /// What the daemon cannot tell a caller it says in its log: on stderr with `-f`, and to syslog.
-@Suite struct DaemonLogTests {
+@Suite(.tags(.mount, .slow)) struct DaemonLogTests {
     @Test func aForegroundDaemonSaysOnStderrWhatNoCallerHears() throws {
         let f = try CLIFixture()
         let mountpoint = f.directory + "/mnt"

@@ -20,7 +20,7 @@ final class SmallFilesystem {
     }
 }
 
-@Suite struct DiskFullTests {
+@Suite(.tags(.mount)) struct DiskFullTests {
     @Test func fullDiskFailsClearlyKeepsEarlierItemsAndRecovers() throws {
         let small = try SmallFilesystem(size: "800k")
         let f = try CLIFixture(create: false)
@@ -50,7 +50,7 @@ final class SmallFilesystem {
     }
 }
 
-@Suite struct MountDiskFullTests {
+@Suite(.tags(.mount)) struct MountDiskFullTests {
     /// A new vault alone on a 700 KiB tmpfs, and an empty mountpoint for it.
     private func vaultOnASmallFilesystem() throws -> (SmallFilesystem, CLIFixture, vault: String, mountpoint: String) {
         let small = try SmallFilesystem(size: "700k")

@@ -5,7 +5,7 @@ import Testing
 import VaultCore
 
 /// `keychainfs exec`: secrets as variables and files for one command, nothing left after it.
-@Suite struct ExecTests {
+@Suite(.tags(.mount, .slow)) struct ExecTests {
     /// Prints the variables and the files' contents, then what it was told to exit with.
     static let report = """
         printf 'db=%s token=%s one=%s dir=%s\\n' "$DB_PASSWORD" "$API_TOKEN_2" "$ONE" "$KEYCHAINFS_SECRETS_DIR"

@@ -5,7 +5,7 @@ import Testing
 
 /// Extended attributes through the mount: the `user.` namespace is the vault's sealed item
 /// attributes; the same script runs on tmpfs and on the mount where both should agree.
-@Suite struct ExtendedAttributeTests {
+@Suite(.tags(.mount, .slow)) struct ExtendedAttributeTests {
     static let script = pythonOutcomeHelpers + #"""
         import errno, os, sys
         d = sys.argv[1]

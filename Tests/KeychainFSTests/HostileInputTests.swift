@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// Bad input through the mount and the CLI: each gets a clear errno or message and loses nothing.
-@Suite struct HostileInputTests {
+@Suite(.tags(.mount, .slow)) struct HostileInputTests {
     @Test func oddNamesThroughTheMount() throws {
         let m = try MountFixture()
         let names = ["line\nbreak", "tab\there", "bell\u{7}", "space at end ", "-dash", "ünïcødé ✓", String(repeating: "é", count: 127) + "x"]

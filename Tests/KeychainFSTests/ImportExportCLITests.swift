@@ -3,7 +3,7 @@ import Testing
 
 /// `import pass|dotenv|dir|archive` and `export` through the real binary. Each command opens
 /// the vault anew, so what is checked was read back from the file.
-@Suite struct ImportExportCLITests {
+@Suite(.tags(.slow)) struct ImportExportCLITests {
     /// `keychainfs ARGS... --vault V --passphrase-file P` (the options after the subcommand's path).
     @discardableResult
     private func kfs(_ f: CLIFixture, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> RunResult {

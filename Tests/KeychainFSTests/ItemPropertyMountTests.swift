@@ -6,7 +6,7 @@ import Testing
 /// A node's label and content type through the mount: the extended attributes
 /// `keychainfs.label` and `keychainfs.content_type`, readable and writable but never listed,
 /// so the `user.` listing and copies out of the mount stay as they were.
-@Suite struct ItemPropertyMountTests {
+@Suite(.tags(.mount, .slow)) struct ItemPropertyMountTests {
     @Test func labelAndContentTypeAreUnlistedExtendedAttributes() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("secret".utf8)) == 0)

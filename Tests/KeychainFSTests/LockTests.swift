@@ -17,7 +17,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
     StatusReport(json: try run(keychainfsBinary, ["status", "--json", mountpoint]).stdoutText)
 }
 
-@Suite struct LockTests {
+@Suite(.tags(.mount, .slow)) struct LockTests {
     @Test func lockedMountAnswersEACCESUntilUnlockedEvenThroughOpenDescriptors() throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("app"), 0o700) == 0)
@@ -72,10 +72,13 @@ func status(_ mountpoint: String) throws -> StatusReport {
             locked = try status(m.mountpoint).locked
         }
         #expect(locked)
-        sleep(2)  // well past the idle time
+        func idleSeconds(_ report: StatusReport) -> Int? { Int(report.field("idle_seconds").trimmingCharacters(in: .whitespaces)) }
+        // Idle well past the idle time: an unlock that did not start it again would be undone at the next tick.
+        #expect(try eventually { try idleSeconds(status(m.mountpoint)).map { $0 >= 3 } == true })
         #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", m.cli.passphraseFile, m.mountpoint]).exitStatus == .success)
-        usleep(500_000)
-        #expect(try status(m.mountpoint).locked == false)
+        let unlocked = try status(m.mountpoint)
+        #expect(unlocked.locked == false)
+        #expect(idleSeconds(unlocked).map { $0 < 3 } == true, "the idle time did not start again: \(unlocked.json)")
         #expect(readFile(m.path("x")) == [7])
     }
 
@@ -222,7 +225,7 @@ func status(_ mountpoint: String) throws -> StatusReport {
 }
 
 /// The proofs that locking and unmounting leave no plaintext in the daemon's memory.
-@Suite struct WipeProofTests {
+@Suite(.tags(.mount, .slow)) struct WipeProofTests {
     @Test func aLockedDaemonHoldsNoCanaryAndUnlockBringsItBack() throws {
         let m = try MountFixture()
         let canary = Array(("CANARY-" + UUID().uuidString + "-" + UUID().uuidString).utf8)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `keychainfs member init` and `member show`.
-@Suite struct MemberCLITests {
+@Suite(.tags(.slow)) struct MemberCLITests {
     @Test func initWritesTheKeyUnderXDGDataHomeAndShowPrintsItsPublicKey() throws {
         let f = try CLIFixture(create: false)
         let environment = ["XDG_DATA_HOME": f.directory + "/data"]

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// A vault mounted by a member: opened and unlocked with the member key's passphrase.
-@Suite struct MemberMountTests {
+@Suite(.tags(.mount)) struct MemberMountTests {
     @Test func aMemberMountsAndUnlocksWithTheirOwnKey() throws {
         let m = try MountFixture()
         #expect(mkdir(m.path("deploy"), 0o700) == 0)

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// Eight processes at once on overlapping files and directories, and the CLI beside them.
-@Suite struct MountConcurrencyTests {
+@Suite(.tags(.mount, .slow)) struct MountConcurrencyTests {
     static let worker = """
         import errno, hashlib, os, random, sys
         root, me, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -8,7 +8,7 @@ import Testing
 /// first directory is /usr/local/sbin: each test runs in a mount namespace of its own where that
 /// directory is a bind mount of one holding this build as `keychainfs`. Its mounts live in that
 /// namespace only, and go when their daemon does.
-@Suite struct MountHelperTests {
+@Suite(.tags(.mount, .slow)) struct MountHelperTests {
     /// A vault with one item, a mountpoint, and a directory with `keychainfs` for mount.fuse3.
     final class Setup {
         let cli: CLIFixture

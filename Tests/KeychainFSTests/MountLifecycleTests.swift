@@ -41,7 +41,7 @@ final class ForegroundDaemon {
     }
 }
 
-@Suite struct MountLifecycleTests {
+@Suite(.tags(.mount, .slow)) struct MountLifecycleTests {
     @Test(arguments: ["keychainfs unmount", "fusermount3 -u", "umount", "SIGTERM", "SIGINT"])
     func everyWayOfUnmountingEndsTheSameWay(method: String) throws {
         let f = try CLIFixture()
@@ -154,17 +154,16 @@ final class ForegroundDaemon {
         #expect(listing(m.mountpoint) == ["from-mount"])  // the kernel now caches this listing
         #expect(try m.cli.cli(["set", "app/from-cli", "c"]).exitStatus == .success)
         #expect(try m.cli.cli(["set", "from-mount", "changed"]).exitStatus == .success)
-        usleep(1_000_000)
-        #expect(listing(m.mountpoint) == ["app", "from-mount"])
+        // The kernel's cache lasts 0.5 s; the bound is for a loaded machine, not the claim.
+        #expect(eventually(within: 5) { listing(m.mountpoint) == ["app", "from-mount"] })
         #expect(readFile(m.path("app/from-cli")) == Array("c".utf8))
-        #expect(readFile(m.path("from-mount")) == Array("changed".utf8))
+        #expect(eventually(within: 5) { readFile(m.path("from-mount")) == Array("changed".utf8) })
         #expect(try m.cli.cli(["rm", "app/from-cli"]).exitStatus == .success)
-        usleep(1_000_000)
-        #expect(errnoOf { open(m.path("app/from-cli"), O_RDONLY) } == ENOENT)
+        #expect(eventually(within: 5) { errnoOf { open(m.path("app/from-cli"), O_RDONLY) } == ENOENT })
     }
 }
 
-@Suite struct MountBadVaultTests {
+@Suite(.tags(.mount)) struct MountBadVaultTests {
     @Test func unusableVaultFilesAreRefusedByMountWithNothingMounted() throws {
         let f = try CLIFixture()
         let mountpoint = f.directory + "/mnt"

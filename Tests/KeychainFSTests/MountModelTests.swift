@@ -61,7 +61,7 @@ struct FilesystemModel {
     }
 }
 
-@Suite struct MountModelTests {
+@Suite(.tags(.mount, .slow)) struct MountModelTests {
     /// In the spirit of fsx: thousands of random operations applied to the mount and to the
     /// model, compared after every step (touched paths) and every 50 steps (whole tree).
     @Test func randomOperationsMatchTheModel() throws {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-@Suite struct MountOperationTests {
+@Suite(.tags(.mount, .slow)) struct MountOperationTests {
     /// The kernel sends READs of at most 16 KiB (`FUSESession.maximumRead`); one read(2) of a
     /// larger item still returns all of it, in as many READs as it takes.
     @Test func oneReadReturnsALargeItemWholeThroughSmallReads() throws {

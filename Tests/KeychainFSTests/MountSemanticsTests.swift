@@ -15,7 +15,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
 }
 
 /// The finer points of sharing an open file, found by review and pinned here.
-@Suite struct MountSemanticsTests {
+@Suite(.tags(.mount, .slow)) struct MountSemanticsTests {
     @Test func aReaderClosingNeverStoresAWritersHalfWrittenContent() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("OLD".utf8)) == 0)
@@ -65,10 +65,13 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(writeFile(m.path("d/f"), Array("abcde".utf8)) == 0)
         let writer = try HeldDescriptor(m.path("d/f"), "O_WRONLY")
         #expect(writer.send("pwrite 5 fghij") == 0)
-        usleep(700_000)  // past the kernel's entry and attribute cache
+        // Every listing is a readdirplus (the mount turns the kernel's choice off), whose
+        // attributes replace what the kernel cached: no need to wait for the cache to expire.
         let listed = try sh("ls -l \(m.path("d")) | awk '$NF == \"f\" { print $5 }'")
         #expect(listed.stdoutText == "10\n")
-        usleep(700_000)
+        // An exclusive create looks the name up whatever the kernel cached (LOOKUP_EXCL), and
+        // the lookup's attributes are what the stat below shows.
+        #expect(errnoOf { open(m.path("d/f"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) } == EEXIST)
         var st = stat()
         #expect(stat(m.path("d/f"), &st) == 0 && st.st_size == 10)
         #expect(writer.send("close") == 0)
@@ -85,7 +88,7 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
         #expect(mkdir(m.path("d"), 0o700) == 0)
         let prefix = fillWithLongNames(m, in: "d", content: Array("old".utf8))
         let script = """
-            import os, subprocess, sys, time
+            import os, subprocess, sys
             d, last, how, kfs, vault, pw = sys.argv[1:7]
             entries = os.scandir(os.open(d, os.O_RDONLY | os.O_DIRECTORY))
             next(entries)  # the first part of the listing is read
@@ -96,7 +99,8 @@ func storedContent(_ m: MountFixture, _ path: String) throws -> String {
             else:
                 subprocess.run([kfs, 'rm', '--vault', vault, '--passphrase-file', pw, 'd/' + last], check=True)
                 subprocess.run([kfs, 'set', '--vault', vault, '--passphrase-file', pw, 'd/' + last, 'new content'], check=True)
-            time.sleep(0.7)  # whatever the kernel cached of the name expires
+            # No wait for the kernel's cache of the name to expire: every part of a listing is a
+            # readdirplus, whose entry and attributes replace whatever the kernel cached.
             rest = [e.name for e in entries]
             print(last in rest, open(os.path.join(d, last)).read(), os.stat(os.path.join(d, last)).st_size)
             """

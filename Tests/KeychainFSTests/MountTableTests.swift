@@ -4,7 +4,7 @@ import Testing
 
 /// The mount as the system's own tools see it: named by its vault in the mount table, and a
 /// vault free to mount again as soon as its mount is gone (mount(8)'s side: MountHelperTests).
-@Suite struct MountTableTests {
+@Suite(.tags(.mount, .slow)) struct MountTableTests {
     /// `findmnt -S VAULT` and `umount VAULT` find a mount made by `keychainfs mount`, whose vault
     /// path has a space (escaped by the kernel as \040) and a comma (libfuse's separator).
     @Test func theVaultNamesTheMountForFindmntAndUmount() throws {

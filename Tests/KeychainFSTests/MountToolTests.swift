@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// The tools people use on files, driven on the mount as a person would.
-@Suite struct MountToolTests {
+@Suite(.tags(.mount, .slow)) struct MountToolTests {
     @Test func vimEditsInPlaceWithSwapAndBackupFiles() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("config"), Array("password=old\nuser=me\n".utf8)) == 0)

@@ -46,7 +46,7 @@ func dirtyPageCount(_ path: String) -> Int? {
 /// or a file, or at once with `--sync`. Durable is seen where it happens: the vault's WAL has no
 /// page left dirty in the kernel's cache (the access log is off, so its once-a-second durable
 /// batches sync nothing behind the test's back).
-@Suite(.serialized) struct NamespaceDurabilityTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct NamespaceDurabilityTests {
     static let noLog = ["--log-entries", "0"]
     /// Longer than any test: the flusher never syncs on its own while one runs.
     static let longWindow = ["--sync-window-ms", "600000"]

@@ -7,7 +7,7 @@ import Testing
 
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with
 /// EIO within a bound, nothing acknowledged is lost, and the mount recovers by itself.
-@Suite(.serialized) struct PostgresFaultTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct PostgresFaultTests {
     /// Short bounds, so that the tests wait seconds, not the defaults' tens of seconds.
     static let timeout = 3
     static func boundedURI(_ uri: String) -> String { uri + "&keychainfs_timeout=\(timeout)&connect_timeout=2" }

@@ -4,7 +4,7 @@ import Testing
 @testable import VaultCore
 
 /// The tables' layout upgrades in numbered steps, as the file format does.
-@Suite(.serialized) struct PostgresSchemaTests {
+@Suite(.serialized, .tags(.postgres, .slow)) struct PostgresSchemaTests {
     @Test func aLayoutOneDatabaseIsUpgradedWithItsVaultIntactAndANewerOneIsRefused() throws {
         let server = try PostgresServer()
         let uri = try server.createDatabase("old")

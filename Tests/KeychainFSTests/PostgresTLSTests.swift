@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// TLS to a server on another machine: libpq verifies the certificate and the host name.
-@Suite(.serialized) struct PostgresTLSTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct PostgresTLSTests {
     @Test func aVaultOpensOverVerifiedTLSAndAnotherAuthorityIsRefused() throws {
         let directory = NSTemporaryDirectory() + "kcfs-tls-" + UUID().uuidString.prefix(8)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A vault in PostgreSQL through the command line and a mount, against a real server.
-@Suite(.serialized) struct PostgresVaultTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct PostgresVaultTests {
     /// A canary's plain form and the hex form pg_dump would print a bytea holding it in.
     private static func forms(_ canary: String) -> [String] {
         [canary, canary.utf8.map { String(format: "%02x", $0) }.joined()]

@@ -6,7 +6,7 @@ import Testing
 
 /// The README and the pages beside it (SECURITY.md, docs/): its own lines typed at a terminal,
 /// and what they state checked against the code, so that moving text cannot leave it stale.
-@Suite struct ReadmeTests {
+@Suite(.tags(.mount)) struct ReadmeTests {
     /// The README's own lines, typed at a terminal (tmux) by a person with a fresh home directory.
     @Test func theUsedByLinesWorkAsWritten() throws {
         let home = NSTemporaryDirectory() + "keychainfs-home-" + UUID().uuidString

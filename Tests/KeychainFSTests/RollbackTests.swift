@@ -7,7 +7,7 @@ import VaultCore
 /// that every write raises, and this machine refuses a vault older than the newest generation
 /// it saw of it. Each attack is made as a user with the file (or the database) would make it:
 /// sqlite3, psql, pg_dump; each check goes through the real command line or mount.
-@Suite(.serialized) struct RollbackTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct RollbackTests {
     private static let sqlite3 = "/usr/bin/sqlite3"
 
     /// A consistent copy of an SQLite vault (its WAL included), as a backup tool would take it.

@@ -5,7 +5,7 @@ import Testing
 
 /// `allow`, `disallow` and `rules` through the real binary; each command opens the vault anew,
 /// so what `rules` prints was read back from the file.
-@Suite struct RuleCLITests {
+@Suite(.tags(.mount, .slow)) struct RuleCLITests {
     private func rules(_ f: CLIFixture, _ arguments: [String] = []) throws -> String {
         let result = try f.cli(["rules"] + arguments)
         #expect(result.exitStatus == .success, "\(result.stderr)")

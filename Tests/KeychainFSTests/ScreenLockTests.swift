@@ -99,7 +99,7 @@ final class LogindStandIn {
     }
 }
 
-@Suite struct ScreenLockTests {
+@Suite(.tags(.mount, .bus)) struct ScreenLockTests {
     /// A mount that follows the stand-in, once its daemon has asked for its session (so every
     /// match is in place: they are added before it asks).
     private func followingMount(_ logind: LogindStandIn) throws -> MountFixture {

@@ -6,7 +6,7 @@ import Testing
 
 /// The Secret Service through real clients on a private bus, each item then checked through
 /// the mount and the command line, and the reverse.
-@Suite(.serialized) struct SecretServiceTests {
+@Suite(.serialized, .tags(.mount, .bus, .slow)) struct SecretServiceTests {
     @Test func secretToolStoresLooksUpSearchesAndClearsThroughTheVault() throws {
         let s = try SecretServiceFixture()
         let stored = try s.secretTool(["store", "--label=Mail password", "service", "imap", "user", "ann"], stdin: "hunter2")

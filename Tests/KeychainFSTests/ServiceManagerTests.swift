@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// The shipped systemd units, and the daemon under Type=notify as systemd runs it.
-@Suite struct ServiceManagerTests {
+@Suite(.tags(.mount)) struct ServiceManagerTests {
     private static let dist = URL(fileURLWithPath: readmePath).deletingLastPathComponent().appendingPathComponent("dist").path
 
     /// A shipped unit with its programs pointed at this build: what `systemd-analyze verify`

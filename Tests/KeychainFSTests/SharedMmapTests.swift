@@ -6,7 +6,7 @@ import Testing
 /// Shared mappings (FUSE_DIRECT_IO_ALLOW_MMAP, negotiated by SharedMmapNegotiation): as on
 /// tmpfs, stored as a write is, and their pages dropped from the kernel's cache at the last
 /// close and at lock.
-@Suite struct SharedMmapTests {
+@Suite(.tags(.mount)) struct SharedMmapTests {
     static let script = pythonOutcomeHelpers + #"""
         import errno, mmap, os, subprocess, sys
         d = sys.argv[1]

@@ -10,7 +10,7 @@ import Testing
 /// stored, read and locked like the others, which runs the same code over them, but only
 /// lengths of 4 bytes and more are searched for: 8 bytes and up of random letters and digits
 /// cannot occur by chance in the daemon's memory (62^8 > 2^47).
-@Suite(.serialized) struct ShortCanaryWipeTests {
+@Suite(.serialized, .tags(.mount, .bus, .slow)) struct ShortCanaryWipeTests {
     static let lengths = [1, 8, 13, 15, 16, 31]
     static let scannable = 4
 

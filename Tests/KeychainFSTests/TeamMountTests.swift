@@ -7,7 +7,7 @@ import Testing
 /// Two members' mounts of one team vault in PostgreSQL (two daemons, two member keys: two
 /// machines as far as the vault can tell) see each other's changes within a second, and a
 /// change on one under a file open on the other behaves as the same change would on tmpfs.
-@Suite(.serialized) struct TeamMountTests {
+@Suite(.serialized, .tags(.mount, .postgres, .bus, .slow)) struct TeamMountTests {
     /// Every kind of change, in both directions. The reader looks at each name first, so the
     /// kernel holds it cached when the change lands; measured delays go to the test's output.
     @Test func changesOnOneMountShowOnTheOtherWithinASecond() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// A team vault in PostgreSQL made by a member, three members, one removed: the master key is
 /// rotated, checked against a `pg_dump`; mounts follow (a member's) or lock (the removed one's).
-@Suite(.serialized) struct TeamRotationTests {
+@Suite(.serialized, .tags(.mount, .postgres, .slow)) struct TeamRotationTests {
     private struct Member {
         let name: String
         let key: String

@@ -8,7 +8,7 @@ import Testing
 /// tmpfs runs with RLIMIT_FSIZE at the vault's item limit, which is how the mount's limit
 /// must behave; on the mount the limit is the daemon's alone (the kernel would enforce an
 /// rlimit before the request reached us).
-@Suite struct TmpfsComparisonTests {
+@Suite(.tags(.mount)) struct TmpfsComparisonTests {
     static let script = pythonOutcomeHelpers + #"""
         import ctypes, errno, os, resource, signal, stat, subprocess, sys
         d, limit_here = sys.argv[1], sys.argv[2] == 'rlimit'

@@ -3,7 +3,7 @@ import Testing
 import VaultCore
 
 /// Vault.changeListener(): what other sessions commit to a vault in PostgreSQL, by node id.
-@Suite(.serialized) struct VaultChangeListenerTests {
+@Suite(.serialized, .tags(.postgres, .slow)) struct VaultChangeListenerTests {
     private func opened(_ f: CLIFixture) throws -> Vault {
         let phrase = try String(contentsOfFile: f.passphraseFile, encoding: .utf8).dropLast()
         var passphrase = try SecureBuffer(capacity: phrase.utf8.count)

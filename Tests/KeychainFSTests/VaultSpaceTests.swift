@@ -9,7 +9,7 @@ private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent
 /// A vault gives back the space of what was removed from it: after 2 000 items with content
 /// are created and most of them removed through the mount, the vault file and its WAL come
 /// within a small factor of a fresh vault holding what is left, without an unmount.
-@Suite struct VaultSpaceTests {
+@Suite(.tags(.mount, .slow)) struct VaultSpaceTests {
     /// 20 dictionaries of 100 items of 4 000 random bytes each; `keep` of them stay.
     static let create = """
         import os, sys

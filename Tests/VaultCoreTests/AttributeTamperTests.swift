@@ -5,7 +5,7 @@ import VaultCore
 
 /// Attribute rows edited in the file as someone holding it would: every read fails with an
 /// integrity failure (never another node's or another name's value) and verify reports it.
-@Suite struct AttributeTamperTests {
+@Suite(.tags(.slow)) struct AttributeTamperTests {
     /// Two items with the same two attribute names, and their ids.
     private func makeTwoItems(_ scratch: Scratch) throws -> (Vault, NodeID, NodeID) {
         let vault = try makeVault(scratch)

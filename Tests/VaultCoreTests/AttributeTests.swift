@@ -36,7 +36,7 @@ func rawAttributeColumn(_ file: String, _ column: String, node: NodeID) -> [(Int
     withRawDatabase(file) { rawBlobs($0, "SELECT rowid, \(column) FROM attributes WHERE node = \(node.rawValue) ORDER BY rowid") }
 }
 
-@Suite struct AttributeTests {
+@Suite(.tags(.slow)) struct AttributeTests {
     @Test(arguments: StorageEngine.all)
     func setGetListAndRemoveByNodeAndByPath(engine: StorageEngine) throws {
         let scratch = try Scratch(engine)

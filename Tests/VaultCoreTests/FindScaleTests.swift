@@ -4,7 +4,7 @@ import Testing
 // the public calls, which each commit durably); the search itself goes through the public API.
 @testable import VaultCore
 
-@Suite struct FindScaleTests {
+@Suite(.tags(.slow)) struct FindScaleTests {
     /// `items` items in 100 dictionaries, item i with service=svc(i % 100); those of svc42 also
     /// with account=user(i % 7) (on every item it would only make filling slower).
     private func fill(_ vault: Vault, items: Int) throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// `member remove`: the slot goes and the master key is rotated, every record sealed again, in
 /// one transaction; open vaults of other members follow, others lock.
-@Suite(.serialized) struct KeyRotationTests {
+@Suite(.serialized, .tags(.slow)) struct KeyRotationTests {
     private let kdf = KDFPreset.interactive.parameters
 
     private func member(_ scratch: Scratch, _ name: String) throws -> MemberKey {

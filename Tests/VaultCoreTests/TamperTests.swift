@@ -38,7 +38,7 @@ private func walkEverything(_ vault: Vault, expected: [String: [UInt8]]) -> Bool
 /// Storage contract: each case runs on every engine (`StorageEngine.all`), its rows reached
 /// through the engine's one raw way (`RawRows`), as an attacker with the file or a database
 /// login would edit them.
-@Suite struct TamperTests {
+@Suite(.tags(.slow)) struct TamperTests {
     let items: [String: [UInt8]] = [
         "app/token": Array("token-value".utf8),
         "app/pw": Array("password-value-longer".utf8),
