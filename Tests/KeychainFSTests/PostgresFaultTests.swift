@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
+@testable import StoragePostgres
 import Synchronization
 import Testing
-@testable import StoragePostgres
 @testable import VaultCore
 
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with

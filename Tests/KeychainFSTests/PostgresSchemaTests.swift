@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 @testable import StoragePostgres
+import Testing
 @testable import VaultCore
 
 /// The tables' layout upgrades in numbered steps, as the file format does.

@@ -1,6 +1,6 @@
+@testable import Daemon
 import Foundation
 import Glibc
-@testable import Daemon
 import Testing
 
 /// The shipped systemd units, and the daemon under Type=notify as systemd runs it.
