@@ -30,8 +30,8 @@ let package = Package(
         // record layer and the engines share. The engines know nothing else of VaultCore, and
         // VaultCore no SQL: only the engines see CSQLite and CPostgres.
         .target(name: "VaultStorageKit"),
-        .target(name: "StorageSQLite", dependencies: ["VaultStorageKit", "CSQLite"]),
-        .target(name: "StoragePostgres", dependencies: ["VaultStorageKit", "CPostgres"]),
+        .target(name: "StorageSQLite", dependencies: ["SystemCalls", "VaultStorageKit", "CSQLite"]),
+        .target(name: "StoragePostgres", dependencies: ["SystemCalls", "VaultStorageKit", "CPostgres"]),
         .target(name: "VaultCore", dependencies: [
             "Locking", "SystemCalls", "VaultStorageKit", "StorageSQLite", "StoragePostgres", "CSodium", "CLinux",
         ]),
@@ -40,22 +40,22 @@ let package = Package(
         // Shared by every layer above the vault: threads, terminal, passphrase input, the log, failures.
         .target(name: "Support", dependencies: ["Locking", "SystemCalls", "VaultCore", "CSodium", "CLinux", "CSystemd"]),
         // sd-bus: messages, calls and errors, and objects declared once; knows nothing of secrets.
-        .target(name: "DBus", dependencies: ["Locking", "Support", "VaultCore", "CSystemd"]),
+        .target(name: "DBus", dependencies: ["Locking", "SystemCalls", "Support", "VaultCore", "CSystemd"]),
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
-        .target(name: "Admission", dependencies: ["Locking", "VaultCore", "Support", "CLinux"]),
+        .target(name: "Admission", dependencies: ["Locking", "SystemCalls", "VaultCore", "Support", "CLinux"]),
         // The FUSE low-level driver: POSIX calls onto the vault, through Admission.
-        .target(name: "FUSEDriver", dependencies: ["Locking", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
+        .target(name: "FUSEDriver", dependencies: ["Locking", "SystemCalls", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
         // The freedesktop Secret Service: D-Bus calls onto the vault, through Admission.
         .target(name: "Keyring", dependencies: ["Locking", "DBus", "Admission", "VaultCore", "Support", "CCrypto", "CSodium"]),
         // Lifecycle: mounting, the control socket, lock triggers, the service manager.
         .target(name: "Daemon", dependencies: [
-            "FUSEDriver", "Keyring", "DBus", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSystemd", "CSodium",
+            "FUSEDriver", "Keyring", "DBus", "Admission", "VaultCore", "Support", "SystemCalls", "CFuse", "CLinux", "CSystemd", "CSodium",
         ]),
         // The command line: argument parsing and exit statuses, nothing more.
         .executableTarget(
             name: "KeychainFS",
             dependencies: [
-                "Daemon", "Keyring", "FUSEDriver", "Admission", "Support", "VaultCore", "CLinux", "CSodium",
+                "Daemon", "Keyring", "FUSEDriver", "Admission", "Support", "VaultCore", "SystemCalls", "CLinux", "CSodium",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -65,7 +65,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CSQLite", "CPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "TestSupport", "StorageSQLite", "StoragePostgres", "CSQLite", "CSodium"]),
+        .testTarget(name: "VaultCoreTests", dependencies: [
+            "VaultCore", "TestSupport", "StorageSQLite", "StoragePostgres", "CSQLite", "CSodium",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "KeychainFSTests", dependencies: [
             "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore",
             "TestSupport", "StoragePostgres", "CSQLite", "CLinux",

@@ -1,6 +1,8 @@
 import CSodium
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// The `--confirm-with` command: run through `sh -c` with the request in its environment,
@@ -30,17 +32,17 @@ struct ConfirmationCommand: Sendable {
         let pid: pid_t
         switch spawn(request, closingFrom: addCloseFrom) {
         case .success(let spawned): pid = spawned
-        case .failure(let code): return .unavailable("cannot run the confirmation command: \(String(cString: strerror(code)))")
+        case .failure(let code): return .unavailable("cannot run the confirmation command: \(Errno(rawValue: code))")
         }
-        let pidfd = pidfdOpen(pid, 0)
-        let pidfdError = errno
+        let opened = Result { () throws(Errno) in try SystemCall.once { pidfdOpen(pid, 0) } }
+        let pidfd = (try? opened.get()) ?? -1
         defer { if pidfd >= 0 { close(pidfd) } }
         if pidfd < 0 || !exits(pidfd, before: ContinuousClock.now + timeout) {
             kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
             _ = reap(pid)
-            return pidfd < 0 ? .unavailable("cannot watch the confirmation command: \(String(cString: strerror(pidfdError)))")
-                             : .timedOut(after: timeout)
+            if case .failure(let error) = opened { return .unavailable("cannot watch the confirmation command: \(error)") }
+            return .timedOut(after: timeout)
         }
         let status = reap(pid)
         return status == 0 ? .allowed : .refused(status: status)
@@ -124,24 +126,14 @@ struct ConfirmationCommand: Sendable {
 
     /// Whether the process behind `pidfd` exits before `deadline`.
     private func exits(_ pidfd: Int32, before deadline: ContinuousClock.Instant) -> Bool {
-        var descriptor = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-        while true {
-            let remaining = deadline - ContinuousClock.now
-            guard remaining > .zero else { return false }
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
-            let rc = poll(&descriptor, 1, milliseconds)
-            if rc > 0 { return true }
-            if rc < 0 && errno != EINTR { return false }
-        }
+        let remaining = deadline - ContinuousClock.now
+        guard remaining > .zero, let ready = try? SystemCall.poll(pidfd, for: Int16(POLLIN), within: remaining) else { return false }
+        return ready != 0
     }
 
     /// Its exit status, or 128 + the signal that ended it.
     private func reap(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return -1 }
-        }
+        guard let status = try? SystemCall.waitStatus(of: pid) else { return -1 }
         return Subprocess.exitStatus(status)
     }
 

@@ -3,6 +3,8 @@ import Glibc
 import Locking
 import Support
 import Synchronization
+import SystemCalls
+import SystemPackage
 
 /// One connection to a message bus, driven by exactly one thread (sd-bus is not
 /// thread-safe): the thread that calls run(). Setting up (requestName, serve, the callbacks)
@@ -115,11 +117,12 @@ package final class BusConnection: @unchecked Sendable {
             sd_bus_flush_close_unref(bus)
             throw .connection("cannot connect to the \(busName) at \(address): \(errorText(rc))")
         }
-        let wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wake >= 0 else {
-            let code = errno
+        let wake: Int32
+        do {
+            wake = try SystemCall.once { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) }
+        } catch {
             sd_bus_flush_close_unref(bus)
-            throw .connection("cannot create an eventfd for the D-Bus loop: \(errorText(-code))")
+            throw .connection("cannot create an eventfd for the D-Bus loop: \(error)")
         }
         let connection = BusConnection(bus: bus, uniqueName: String(cString: name), wakeDescriptor: wake)
         try connection.watchBusSignals()
@@ -186,13 +189,8 @@ package final class BusConnection: @unchecked Sendable {
     }
 
     private static func command(of pid: pid_t) -> String? {
-        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let n = read(fd, &buffer, buffer.count)
-        guard n > 0 else { return nil }
-        let text = String(decoding: buffer[..<n], as: UTF8.self)
+        guard let bytes = try? FileDescriptor.contents(of: "/proc/\(pid)/comm"), !bytes.isEmpty else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
         return text.hasSuffix("\n") ? String(text.dropLast()) : text
     }
 
@@ -275,8 +273,11 @@ package final class BusConnection: @unchecked Sendable {
             pollfd(fd: fd, events: Int16(events), revents: 0),
             pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
         ]
-        let rc = poll(&descriptors, 2, milliseconds)
-        if rc < 0 && errno != EINTR { return false }
+        do {
+            _ = try SystemCall.poll(&descriptors, within: milliseconds < 0 ? nil : .milliseconds(milliseconds))
+        } catch {
+            return false
+        }
         if descriptors[1].revents & Int16(POLLIN) != 0 {
             var count: UInt64 = 0
             _ = read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
@@ -414,6 +415,6 @@ package final class BusConnection: @unchecked Sendable {
 
     /// sd-bus returns negative errno values.
     package static func errorText(_ rc: Int32) -> String {
-        String(cString: strerror(-rc))
+        Errno(negatedReturn: rc).description
     }
 }

@@ -1,6 +1,8 @@
 import CSodium
 import CSystemd
 import Glibc
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Reads a message's body in order; each method checks the next type and throws
@@ -23,7 +25,7 @@ package struct BusReader {
         var type: CChar = 0
         var contents: UnsafePointer<CChar>?
         let rc = sd_bus_message_peek_type(message, &type, &contents)
-        guard rc >= 0 else { throw .invalidArgs("unreadable arguments: \(String(cString: strerror(-rc)))") }
+        guard rc >= 0 else { throw .invalidArgs("unreadable arguments: \(Errno(negatedReturn: rc))") }
         guard rc > 0 else { return nil }
         return (Character(Unicode.Scalar(UInt8(bitPattern: type))), contents.map { String(cString: $0) } ?? "")
     }

@@ -1,6 +1,8 @@
 import CSodium
 import CSystemd
 import Glibc
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Appends to a message being built (a reply or a signal), which is marked sensitive so
@@ -91,6 +93,6 @@ package struct BusWriter {
     /// sd-bus refuses what does not fit the signature being built, invalid UTF-8 and
     /// malformed object paths with EINVAL or ENXIO.
     private static func failure(_ what: String, _ rc: Int32) -> BusError {
-        .failed("cannot append \(what) to a D-Bus message: \(String(cString: strerror(-rc)))")
+        .failed("cannot append \(what) to a D-Bus message: \(Errno(negatedReturn: rc))")
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Going to the background without fork(): the Swift runtime may already run threads, so we
@@ -20,14 +22,7 @@ package enum BackgroundLaunch {
 
     /// In the daemon: serves the request the launcher wrote, and never returns.
     package static func serveLaunchedRequest() -> Never {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(requestFD, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[..<n]
-        }
+        let bytes = (try? FileDescriptor(rawValue: requestFD).readToEnd()) ?? []
         close(requestFD)
         guard let request = try? JSONDecoder().decode(MountRequest.self, from: Data(bytes)) else {
             Terminal.printError("keychainfs mount --daemon is started by keychainfs mount, with its request on descriptor \(requestFD)")
@@ -83,7 +78,7 @@ package enum BackgroundLaunch {
             close(ready.read)
             close(secretPipe.write)
             close(requestPipe.write)
-            throw CommandFailure(message: "cannot start the keychainfs daemon: \(String(cString: strerror(rc)))", status: .failure)
+            throw CommandFailure(message: "cannot start the keychainfs daemon: \(Errno(rawValue: rc))", status: .failure)
         }
         // Far below a pipe's buffer; a daemon that died early makes the write fail (SIGPIPE is
         // ignored in the daemon only, so the launcher ignores it for this write too).
@@ -105,8 +100,7 @@ package enum BackgroundLaunch {
             let status = ExitStatus(reported: rest.prefix { $0 != " " })
             throw CommandFailure(message: String(rest.drop { $0 != " " }.dropFirst()), status: status)
         }
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        let status = (try? SystemCall.waitStatus(of: pid)) ?? 0
         throw CommandFailure(message: "the keychainfs daemon exited before mounting (status \(status))", status: .mountFailure)
     }
 
@@ -139,14 +133,6 @@ package enum BackgroundLaunch {
 
     /// Reads until newline or end of file; the daemon closes its end after one line.
     private static func readLine(_ fd: Int32) -> String {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while true {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0A { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: FileDescriptor(rawValue: fd).readLine(), as: UTF8.self)
     }
 }

@@ -2,6 +2,8 @@ import CLinux
 import FUSEDriver
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// The control socket of a mount: `lock`, `unlock` (with a passphrase) and `status`, one
@@ -35,11 +37,13 @@ final class ControlServer: Sendable {
     func start() {
         HelperThread.start { [self] in
             while true {
-                let connection = accept(listener, nil, nil)
-                if connection < 0 {
-                    let failure = errno
-                    if failure == EINTR || failure == ECONNABORTED { continue }
-                    DaemonLog.controlSocketStopped(errno: failure)
+                let connection: Int32
+                do throws(Errno) {
+                    connection = try SystemCall.retrying { accept(listener, nil, nil) }
+                } catch .connectionAbort {
+                    continue
+                } catch {
+                    DaemonLog.controlSocketStopped(errno: error)
                     return
                 }
                 // One thread per request: a client that says nothing holds up no one else.

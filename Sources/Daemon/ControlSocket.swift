@@ -1,6 +1,8 @@
 import FUSEDriver
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 
 /// Unix-socket plumbing shared by the server and the `lock`/`unlock`/`status` commands.
 package enum ControlSocket {
@@ -27,8 +29,9 @@ package enum ControlSocket {
         }
         umask(previous)
         guard bound == 0, Glibc.listen(fd, 8) == 0 else {
+            let error = Errno.last
             close(fd)
-            throw CommandFailure(message: "cannot listen on \(path): \(String(cString: strerror(errno)))", status: .failure)
+            throw CommandFailure(message: "cannot listen on \(path): \(error)", status: .failure)
         }
         return fd
     }
@@ -41,8 +44,9 @@ package enum ControlSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
+            let error = Errno.last
             close(fd)
-            throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(String(cString: strerror(errno))))",
+            throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(error))",
                                  status: .mountFailure)
         }
         return fd
@@ -53,10 +57,11 @@ package enum ControlSocket {
         var bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
+            let sent = try? SystemCall.retrying {
+                bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            }
+            guard let sent, sent > 0 else { return }
+            offset += sent
         }
     }
 
@@ -90,15 +95,7 @@ package enum ControlSocket {
     }
 
     package static func readLine(_ fd: Int32, limit: Int = 65536) -> String {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while bytes.count < limit {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0A { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: FileDescriptor(rawValue: fd).readLine(limit: limit), as: UTF8.self)
     }
 
     /// Sends a request (and, for unlock, the passphrase bytes) and returns the `ok` payload.

@@ -1,6 +1,7 @@
 import FUSEDriver
 import Glibc
 import Support
+import SystemPackage
 import VaultCore
 
 /// What the daemon's lifecycle tells the system log.
@@ -28,10 +29,10 @@ extension DaemonLog {
     package static func logindSessionUnknown() { record(.logindSessionUnknown) }
     package static func refusedControlRequest(_ refusal: Refusal) { record(.refused(refusal)) }
     package static func staleRecordReplaced(deadPID: pid_t) { record(.staleRecordReplaced(deadPID: deadPID)) }
-    package static func controlSocketStopped(errno code: Int32) { record(.controlSocketStopped(errno: code)) }
+    package static func controlSocketStopped(errno code: Errno) { record(.controlSocketStopped(errno: code)) }
     /// When access rules apply and ptrace is not restricted enough for them to hold.
     package static func ptraceUnrestricted(scope: Int?) { record(.ptraceUnrestricted(scope: scope)) }
-    package static func notifyFailed(errno code: Int32) { record(.notifyFailed(errno: code)) }
+    package static func notifyFailed(errno code: Errno) { record(.notifyFailed(errno: code)) }
     package static func storageConnection(_ event: StorageConnectionEvent) { record(.storageConnection(event)) }
     package static func changeListenerLost(_ reason: String) { record(.changeListenerLost(reason)) }
     package static func changeListenerRestored() { record(.changeListenerRestored) }
@@ -94,7 +95,7 @@ extension DaemonLog.Event {
         Self(LOG_NOTICE, "replaced the runtime record and control socket left by daemon \(pid), which died")
     }
 
-    package static func controlSocketStopped(errno code: Int32) -> Self {
+    package static func controlSocketStopped(errno code: Errno) -> Self {
         Self(LOG_ERR, "the control socket stopped accepting (\(DaemonLog.errnoName(code))): lock, unlock and status no longer reach this mount")
     }
 
@@ -102,7 +103,7 @@ extension DaemonLog.Event {
         Self(LOG_WARNING, PtraceScope.warning(scope: scope) ?? "kernel.yama.ptrace_scope is \(scope ?? -1)")
     }
 
-    package static func notifyFailed(errno code: Int32) -> Self {
+    package static func notifyFailed(errno code: Errno) -> Self {
         Self(LOG_ERR, "cannot tell systemd through NOTIFY_SOCKET (\(DaemonLog.errnoName(code))): a Type=notify unit will not see the mount's state")
     }
 

@@ -1,6 +1,7 @@
 import Admission
 import CLinux
 import Glibc
+import SystemCalls
 import VaultCore
 
 /// The process that wrote bytes on the control socket, as the kernel attaches it to each
@@ -21,19 +22,16 @@ struct MessageSender: Sendable {
     }
 
     /// Receives into `buffer` (at most its size) and says who wrote what came. nil sender: the
-    /// kernel attached none. Retries EINTR.
+    /// kernel attached none; a count of -1: the read failed.
     static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, sender: MessageSender?) {
-        while true {
-            var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0, pidfd: Int32 = -1
-            let count = clinux_recv_with_sender(fd, buffer.baseAddress, buffer.count, &pid, &uid, &gid, &pidfd)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0, pid > 0 else {
-                if pidfd >= 0 { close(pidfd) }
-                return (count, nil)
-            }
-            let identity = pidfd >= 0 ? ProcessIdentity(pid: pid, pidfd: pidfd) : ProcessIdentity(pid: pid)
-            return (count, MessageSender(pid: pid, uid: uid, gid: gid, identity: identity))
+        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0, pidfd: Int32 = -1
+        let count = (try? SystemCall.retrying { clinux_recv_with_sender(fd, buffer.baseAddress, buffer.count, &pid, &uid, &gid, &pidfd) }) ?? -1
+        guard count > 0, pid > 0 else {
+            if pidfd >= 0 { close(pidfd) }
+            return (count, nil)
         }
+        let identity = pidfd >= 0 ? ProcessIdentity(pid: pid, pidfd: pidfd) : ProcessIdentity(pid: pid)
+        return (count, MessageSender(pid: pid, uid: uid, gid: gid, identity: identity))
     }
 
     /// Whether both name one writer (the same process).

@@ -93,7 +93,8 @@ package enum MountDaemon {
         let flusher = request.syncEveryChange ? nil
             : CommitFlusher(vault: vault, window: request.syncWindowMilliseconds.map { .milliseconds($0) } ?? CommitFlusher.defaultWindow)
         // Without its thread, nothing would bound the window: every change is durable at once.
-        if let flusher, !flusher.start() { DaemonLog.helperThreadFailed(errno: errno) }
+        // A thread that cannot start is logged by HelperThread, with pthread_create's error.
+        if let flusher { _ = flusher.start() }
         let fileSystem = FileSystem(vault: vault, gate: gate, flusher: flusher?.isRunning == true ? flusher : nil) {
             RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
             DaemonLog.started(vault: shown, idleLockSeconds: request.idleLockSeconds)
@@ -148,7 +149,7 @@ package enum MountDaemon {
             follower = ChangeFollower.start(listener, fileSystem: fileSystem) { secretService?.lookNow() }
         }
         // Without its thread each close syncs its own store, as before.
-        if !fileSystem.groupCommit.start() { DaemonLog.helperThreadFailed(errno: errno) }
+        _ = fileSystem.groupCommit.start()
         LockTriggers.lockOnSIGUSR1(fileSystem)
         if let idle = request.idleLockSeconds { LockTriggers.lockWhenIdle(fileSystem, after: idle) }
         LockTriggers.lockWhenRotatedAway(fileSystem)

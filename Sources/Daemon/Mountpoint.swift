@@ -1,5 +1,7 @@
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Checks a mountpoint before anything is mounted on it, so that errors come as one clear line.
@@ -40,14 +42,15 @@ package enum Mountpoint {
         var link = stat()
         if lstat(canonicalPath, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK { canonicalPath = resolved(path) }
         var info = stat()
-        if stat(canonicalPath, &info) != 0 && errno == ENOTCONN {
+        if stat(canonicalPath, &info) != 0 && Errno.last == .socketNotConnected {
             // A daemon that died (killed) leaves a dead mount behind; clear it and go on.
             if Subprocess.run("fusermount3", ["-u", "-z", canonicalPath]).status == 0 {
                 DaemonLog.deadMountCleared(at: canonicalPath)
             }
         }
         guard stat(canonicalPath, &info) == 0 else {
-            let reason = errno == ENOENT ? "does not exist" : String(cString: strerror(errno))
+            let error = Errno.last
+            let reason = error == .noSuchFileOrDirectory ? "does not exist" : error.description
             throw CommandFailure(message: "mountpoint \(path): \(reason)", status: .mountFailure)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
@@ -57,7 +60,7 @@ package enum Mountpoint {
             throw CommandFailure(message: "\(path) is already a mountpoint", status: .mountFailure)
         }
         guard let dir = opendir(canonicalPath) else {
-            throw CommandFailure(message: "mountpoint \(path): \(String(cString: strerror(errno)))", status: .mountFailure)
+            throw CommandFailure(message: "mountpoint \(path): \(Errno.last)", status: .mountFailure)
         }
         defer { closedir(dir) }
         while let entry = readdir(dir) {

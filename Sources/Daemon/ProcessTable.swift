@@ -1,4 +1,6 @@
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Process queries (/proc): which daemon serves a mountpoint, and whether it still runs.
 package enum ProcessTable {
@@ -24,22 +26,13 @@ package enum ProcessTable {
     }
 
     private static func commandLine(_ pid: pid_t) -> [String] {
-        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { break }
-            bytes += chunk[..<n]
-        }
+        guard let bytes = try? FileDescriptor.contents(of: "/proc/\(pid)/cmdline") else { return [] }
         return bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Whether `pid` still runs (a zombie counts as gone: nothing of it is left to wipe).
     package static func isRunning(_ pid: pid_t) -> Bool {
-        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard kill(pid, 0) == 0 || Errno.last == .notPermitted else { return false }
         guard let file = fopen("/proc/\(pid)/stat", "r") else { return false }
         defer { fclose(file) }
         var buffer = [CChar](repeating: 0, count: 512)

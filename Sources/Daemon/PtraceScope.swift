@@ -1,4 +1,6 @@
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Yama's `kernel.yama.ptrace_scope`. Access rules refuse an admitted program while it is
 /// traced, but below scope 2 a process of the same user can still write code into it without
@@ -10,13 +12,8 @@ enum PtraceScope {
 
     /// The scope (0 to 3), or nil when there is no Yama (or its setting cannot be read).
     static func current(file: String = file) -> Int? {
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        let count = read(fd, &bytes, bytes.count)
-        guard count > 0 else { return nil }
-        return Int(String(decoding: bytes[..<count].filter { $0 != 0x0A }, as: UTF8.self))
+        guard let bytes = try? FileDescriptor.contents(of: file), !bytes.isEmpty else { return nil }
+        return Int(String(decoding: bytes.filter { $0 != 0x0A }, as: UTF8.self))
     }
 
     /// What the mount says when access rules can be worked around through another process's

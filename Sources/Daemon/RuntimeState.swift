@@ -1,6 +1,8 @@
 import CSodium
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 
 /// Per-user runtime files of live mounts (`$XDG_RUNTIME_DIR/keychainfs`, `/run/keychainfs`
 /// for root), in a 0700 directory: which daemon serves which mountpoint.
@@ -35,8 +37,10 @@ package enum RuntimeState {
     }
 
     static func ensureDirectory() throws(CommandFailure) {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: .failure)
+        do {
+            try SystemCall.makeDirectoryIfMissing(directory, permissions: .ownerReadWriteExecute)
+        } catch {
+            throw CommandFailure(message: "cannot create \(directory): \(error)", status: .failure)
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
@@ -69,13 +73,8 @@ package enum RuntimeState {
     }
 
     private static func read(path: String) -> MountRecord? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 8192)
-        let n = Glibc.read(fd, &bytes, bytes.count)
-        guard n > 0 else { return nil }
-        let lines = String(decoding: bytes[..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard let bytes = try? FileDescriptor.contents(of: path), !bytes.isEmpty else { return nil }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, let pid = pid_t(lines[0]) else { return nil }
         return MountRecord(pid: pid, mountpoint: String(lines[1]), vault: String(lines[2]))
     }

@@ -1,6 +1,8 @@
 import CSystemd
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 
 /// What the daemon tells systemd and takes from it when it runs as a service: the Type=notify
 /// state changes, and the passphrase given as a credential (LoadCredential=).
@@ -27,6 +29,6 @@ package enum ServiceManager {
     private static func notify(_ state: String) {
         guard getenv("NOTIFY_SOCKET") != nil else { return }
         let sent = sd_notify(0, state)
-        if sent < 0 { DaemonLog.notifyFailed(errno: -sent) }
+        if sent < 0 { DaemonLog.notifyFailed(errno: Errno(negatedReturn: sent)) }
     }
 }

@@ -1,6 +1,7 @@
 import Glibc
 import Support
 import Synchronization
+import SystemCalls
 import VaultCore
 
 /// Makes the mount's namespace changes (mkdir, rmdir, unlink, rename, chmod, utimens, setxattr,
@@ -101,18 +102,12 @@ package final class CommitFlusher: Sendable {
         if paused && !trimming { changed() }
     }
 
-    /// Waits `duration` on the monotonic clock (poll's timeout), or until `stop` writes to
-    /// `stopSignal`; true in that case.
+    /// Waits `duration` (poll's timeout), or until `stop` writes to `stopSignal`; true in that case.
     private func stopRequested(within duration: Duration) -> Bool {
-        let (seconds, attoseconds) = duration.components
-        let deadline = FileSystem.monotonicNanoseconds() + seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        while true {
-            let left = deadline - FileSystem.monotonicNanoseconds()
-            if left <= 0 { return false }
-            var descriptor = pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(clamping: (left + 999_999) / 1_000_000))
-            if ready > 0 { return true }
-            if ready < 0 && errno != EINTR { return stopping.load(ordering: .acquiring) }
+        do {
+            return try SystemCall.poll(stopSignal, for: Int16(POLLIN), within: duration) != 0
+        } catch {
+            return stopping.load(ordering: .acquiring)
         }
     }
 

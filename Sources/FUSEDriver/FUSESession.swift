@@ -1,6 +1,8 @@
 import CFuse
 import CSodium
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Mounts a FileSystem with libfuse's low-level API and serves it on this thread until it is
 /// unmounted or the process is signalled (libfuse's SIGINT/SIGTERM/SIGHUP handlers end the loop).
@@ -98,8 +100,9 @@ package enum FUSESession {
             if !polling { stack.willWait() }
             let received = fuse_session_receive_buf(session, &buffer)
             if !polling { stack.woke() }
-            if received == -EINTR { continue }
-            if polling && received == -EAGAIN {
+            let failure = received < 0 ? Errno(negatedReturn: received) : nil
+            if failure == .interrupted { continue }
+            if polling && failure == .resourceTemporarilyUnavailable {
                 let now = FileSystem.monotonicNanoseconds()
                 let since = idleSince ?? now
                 idleSince = since

@@ -1,6 +1,7 @@
 import VaultStorageKit
 import CPostgres
 import Glibc
+import SystemCalls
 
 /// A value bound to or read from PostgreSQL. Only ciphertext, tags, counters and the vault's
 /// name pass through here.
@@ -218,10 +219,13 @@ final class PostgresConnection: @unchecked Sendable {
             guard remaining > 0 else {
                 throw lose("PostgreSQL at \(displayName) did not answer within \(location.queryTimeoutSeconds) s")
             }
-            var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining * 1000 + 1, Double(Int32.max))))
-            if ready > 0 { return descriptor.revents }
-            if ready < 0 && errno != EINTR { throw lose("PostgreSQL at \(displayName): poll: \(String(cString: strerror(errno)))") }
+            let ready: Int16
+            do {
+                ready = try SystemCall.poll(PQsocket(connection), for: events, within: .seconds(min(remaining, Double(Int32.max) / 1000)))
+            } catch {
+                throw lose("PostgreSQL at \(displayName): poll: \(error)")
+            }
+            if ready != 0 { return ready }
         }
     }
 
@@ -403,9 +407,11 @@ final class PostgresConnection: @unchecked Sendable {
     func awaitNotices(timeout: Double) throws(VaultError) -> [Notice] {
         var notices = try receivedNotices()
         guard notices.isEmpty else { return notices }
-        var watched = pollfd(fd: PQsocket(try live()), events: Int16(POLLIN), revents: 0)
-        if poll(&watched, 1, Int32(max(timeout, 0) * 1000)) < 0 && errno != EINTR {
-            throw lose("cannot wait for PostgreSQL at \(displayName): \(String(cString: strerror(errno)))")
+        let socket = PQsocket(try live())
+        do {
+            _ = try SystemCall.poll(socket, for: Int16(POLLIN), within: .seconds(max(timeout, 0)))
+        } catch {
+            throw lose("cannot wait for PostgreSQL at \(displayName): \(error)")
         }
         notices = try receivedNotices()
         return notices

@@ -1,6 +1,8 @@
 import VaultStorageKit
 import CSQLite
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// A value bound to or read from SQLite. Only ciphertext, tags and counters pass through here.
 enum SQLValue: Equatable {
@@ -54,8 +56,8 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Maps SQLite's result codes onto the vault's errors; the one place that does so.
     /// `systemErrno` is the OS error behind an I/O failure, when SQLite saw one.
-    static func error(_ code: Int32, _ message: String, path: String, systemErrno: Int32 = 0) -> VaultError {
-        if code & 0xFF == SQLITE_IOERR && (systemErrno == ENOSPC || systemErrno == EDQUOT) { return .diskFull }
+    static func error(_ code: Int32, _ message: String, path: String, systemErrno: Errno? = nil) -> VaultError {
+        if code & 0xFF == SQLITE_IOERR && (systemErrno == .noSpace || systemErrno == .diskQuotaExceeded) { return .diskFull }
         switch code & 0xFF {
         case SQLITE_FULL: return .diskFull
         case SQLITE_NOTADB: return .notAVault(path: path, reason: "not an SQLite database")
@@ -69,7 +71,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     private func fail(_ code: Int32) -> VaultError {
         SQLiteConnection.error(code, String(cString: sqlite3_errmsg(handle)), path: path,
-                               systemErrno: sqlite3_system_errno(handle))
+                               systemErrno: Errno(rawValue: sqlite3_system_errno(handle)))
     }
 
     func execute(_ sql: String) throws(VaultError) {
@@ -193,7 +195,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard let journal, let methods = journal.pointee.pMethods, let sync = methods.pointee.xSync else { return }
         let synced = sync(journal, SQLITE_SYNC_NORMAL)
         guard synced == SQLITE_OK else {
-            throw SQLiteConnection.error(synced, "cannot sync the write-ahead log", path: path, systemErrno: errno)
+            throw SQLiteConnection.error(synced, "cannot sync the write-ahead log", path: path, systemErrno: .last)
         }
     }
 

@@ -1,5 +1,7 @@
 import VaultStorageKit
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// A vault in one SQLite file: the header in a singleton row, the format version in
 /// `user_version`, one row per node and one per attribute of a node. The file is checked and
@@ -58,8 +60,9 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     package static func open(at path: String) throws(VaultError) -> SQLiteStorage {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            if errno == ENOENT { throw .vaultNotFound(path) }
-            throw .storageFailure("\(path): \(VaultFiles.errorText())")
+            let error = Errno.last
+            if error == .noSuchFileOrDirectory { throw .vaultNotFound(path) }
+            throw .storageFailure("\(path): \(error)")
         }
         switch info.st_mode & S_IFMT {
         case S_IFDIR: throw .notAVault(path: path, reason: "it is a directory")
@@ -193,8 +196,12 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     package func syncAlongsideCommits() throws(VaultError) {
         let wal = path + "-wal"
         if walDescriptor < 0 {
-            let opened = Glibc.open(wal, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else { throw .storageFailure("cannot open \(wal) to sync it: \(VaultFiles.errorText())") }
+            let opened: Int32
+            do {
+                opened = try SystemCall.retrying { Glibc.open(wal, O_RDONLY | O_CLOEXEC) }
+            } catch {
+                throw .storageFailure("cannot open \(wal) to sync it: \(error)")
+            }
             do throws(VaultError) {
                 try VaultFiles.syncDirectory(containing: wal)
             } catch {
@@ -203,9 +210,12 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
             }
             walDescriptor = opened
         }
-        guard fdatasync(walDescriptor) == 0 else {
-            if errno == ENOSPC || errno == EDQUOT { throw .diskFull }
-            throw .storageFailure("cannot sync \(wal): \(VaultFiles.errorText())")
+        do {
+            try SystemCall.retrying { fdatasync(walDescriptor) }
+        } catch .noSpace, .diskQuotaExceeded {
+            throw .diskFull
+        } catch {
+            throw .storageFailure("cannot sync \(wal): \(error)")
         }
     }
 

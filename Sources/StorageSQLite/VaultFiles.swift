@@ -1,10 +1,10 @@
 import VaultStorageKit
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// The few filesystem steps around an SQLite vault file that SQLite does not do itself.
 enum VaultFiles {
-    static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
-
     /// `mkdir -p` of the vault's directory; directories it creates are 0700.
     static func createParentDirectories(of path: String) throws(VaultError) {
         var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
@@ -12,18 +12,23 @@ enum VaultFiles {
         if path.hasPrefix("/") { components = components.dropFirst() }
         for component in components where !component.isEmpty {
             prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw .storageFailure("cannot create \(prefix): \(errorText())")
+            do {
+                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
+            } catch {
+                throw .storageFailure("cannot create \(prefix): \(error)")
             }
         }
     }
 
     /// Creates the vault file 0600, failing if anything already exists there.
     static func createEmptyPrivateFile(_ path: String) throws(VaultError) {
-        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            if errno == EEXIST { throw .vaultExists(path) }
-            throw .storageFailure("cannot create \(path): \(errorText())")
+        let fd: Int32
+        do {
+            fd = try SystemCall.retrying { open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600) }
+        } catch .fileExists {
+            throw .vaultExists(path)
+        } catch {
+            throw .storageFailure("cannot create \(path): \(error)")
         }
         fchmod(fd, 0o600)  // the umask may have narrowed it further; never wider
         close(fd)
@@ -35,7 +40,13 @@ enum VaultFiles {
         let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        if fsync(fd) != 0 && errno == ENOSPC { throw .diskFull }
+        do {
+            try FileDescriptor(rawValue: fd).sync()
+        } catch .noSpace {
+            throw .diskFull
+        } catch {
+            // Some file systems cannot sync a directory (EINVAL); the file itself is synced.
+        }
     }
 
     static func removeVaultFiles(_ path: String) {

@@ -1,6 +1,8 @@
 import Glibc
 import Locking
 import Synchronization
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// What the daemon cannot tell a caller goes to syslog (ident "keychainfs", facility daemon),
@@ -39,7 +41,7 @@ package enum DaemonLog {
         }
     }
 
-    package static func helperThreadFailed(errno code: Int32) { record(.helperThreadFailed(errno: code)) }
+    package static func helperThreadFailed(errno code: Errno) { record(.helperThreadFailed(errno: code)) }
 
     /// The line as it is logged, after `keychainfs[PID]: `.
     package static func line(_ event: Event, mountpoint: String) -> String {
@@ -62,13 +64,19 @@ package enum DaemonLog {
         }
     }
 
+    /// An errno as the log names it: its text and its number (an Int32 from the errno table of
+    /// `VaultError`, or a system call's `Errno`).
     package static func errnoName(_ code: Int32) -> String {
-        String(cString: strerror(code)) + " (errno \(code))"
+        errnoName(Errno(rawValue: code))
+    }
+
+    package static func errnoName(_ code: Errno) -> String {
+        "\(code) (errno \(code.rawValue))"
     }
 }
 
 extension DaemonLog.Event {
-    package static func helperThreadFailed(errno code: Int32) -> Self {
+    package static func helperThreadFailed(errno code: Errno) -> Self {
         Self(LOG_ERR, "cannot start a helper thread (\(DaemonLog.errnoName(code))): the control socket or a lock trigger is not running")
     }
 }

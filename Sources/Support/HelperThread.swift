@@ -1,4 +1,5 @@
 import Glibc
+import SystemPackage
 
 /// Threads the daemon runs beside the session loop (control socket, idle timer, SIGUSR1).
 /// They block the signals that end the daemon, so those always reach the loop's thread and
@@ -28,7 +29,7 @@ package enum HelperThread {
             pthread_detach(thread)
         } else {
             Unmanaged<Body>.fromOpaque(context).release()
-            DaemonLog.helperThreadFailed(errno: rc)
+            DaemonLog.helperThreadFailed(errno: Errno(rawValue: rc))
         }
         return rc == 0
     }

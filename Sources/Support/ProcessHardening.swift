@@ -1,5 +1,7 @@
 import CLinux
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Every keychainfs process may hold keys: no core dumps, no ptrace attach by the same user,
 /// private file modes, and as much locked memory as the hard limit allows. And one name.
@@ -56,17 +58,7 @@ package enum ProcessHardening {
 
     /// The line of /proc/self/status that starts with `prefix`.
     private static func statusLine(_ prefix: String) -> [UInt8]? {
-        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            contents += chunk[..<count]
-        }
+        guard let contents = try? FileDescriptor.contents(of: "/proc/self/status") else { return nil }
         return contents.split(separator: 0x0A).first { $0.starts(with: Array(prefix.utf8)) }.map(Array.init)
     }
 }

@@ -1,5 +1,7 @@
 import CLinux
 import Glibc
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Reads secrets (passphrases, item values) from files, pipes, commands and the terminal
@@ -15,18 +17,17 @@ package enum SecretInput {
         while true {
             if buffer.count > limit { return .overLimit }
             if buffer.capacity - buffer.count < 4096 { try buffer.reserve(min(max(buffer.capacity * 2, 4096), limit + 1 + 4096)) }
-            var failure: Int32 = 0
             var got = 0
             let before = buffer.count
-            buffer.withUnsafeMutableStorage { storage in
-                let room = min(storage.count - before, limit + 1 - before)
-                got = Glibc.read(fd, storage.baseAddress! + before, room)
-                if got < 0 { failure = errno }
-                return before + max(got, 0)
-            }
-            if got < 0 {
-                if failure == EINTR { continue }
-                throw .invalidArgument("cannot read input: \(String(cString: strerror(failure)))")
+            do {
+                // One read, not until full: a terminal or a pipe answers a line at a time.
+                try buffer.withUnsafeMutableStorage { (storage) throws(Errno) in
+                    let room = min(storage.count - before, limit + 1 - before)
+                    got = try SystemCall.typed { try FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(rebasing: storage[before..<before + room])) }
+                    return before + got
+                }
+            } catch {
+                throw .invalidArgument("cannot read input: \(error)")
             }
             if got == 0 { return .complete }
             if stopAtNewline, buffer.withUnsafeBytes({ $0[before..<before + got].contains(0x0A) }) { return .complete }
@@ -36,19 +37,16 @@ package enum SecretInput {
     /// Reads exactly `count` bytes (a length-prefixed secret on a socket); false on early end.
     package static func read(_ fd: Int32, into buffer: inout SecureBuffer, exactly count: Int) throws(VaultError) -> Bool {
         try buffer.reserve(count)
-        while buffer.count < count {
-            var got = 0
-            var failure: Int32 = 0
-            let before = buffer.count
-            buffer.withUnsafeMutableStorage { storage in
-                got = Glibc.read(fd, storage.baseAddress! + before, count - before)
-                if got < 0 { failure = errno }
-                return before + max(got, 0)
+        let before = buffer.count
+        guard before < count else { return true }
+        do {
+            try buffer.withUnsafeMutableStorage { (storage) throws(Errno) in
+                before + (try FileDescriptor(rawValue: fd).readFully(into: UnsafeMutableRawBufferPointer(rebasing: storage[before..<count])))
             }
-            if got < 0 && failure == EINTR { continue }
-            if got <= 0 { return false }
+        } catch {
+            return false
         }
-        return true
+        return buffer.count == count
     }
 
     /// Drops one trailing newline (and a carriage return before it).
@@ -63,9 +61,11 @@ package enum SecretInput {
     package static func passphrase(file: String?, command: String?, prompt: String, confirm: Bool) throws(VaultError) -> SecureBuffer {
         var passphrase = try SecureBuffer(capacity: 256)
         if let file {
-            let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw .invalidArgument("cannot open passphrase file \(file): \(String(cString: strerror(errno)))")
+            let fd: Int32
+            do {
+                fd = file == "-" ? 0 : try SystemCall.retrying { open(file, O_RDONLY | O_CLOEXEC) }
+            } catch {
+                throw .invalidArgument("cannot open passphrase file \(file): \(error)")
             }
             defer { if fd != 0 { close(fd) } }
             guard try read(fd, into: &passphrase, limit: maximumPassphraseBytes) == .complete else {
@@ -102,7 +102,11 @@ package enum SecretInput {
     package static func output(of arguments: [String], searchingPath: Bool, into buffer: inout SecureBuffer, limit: Int,
                        failure: (String) -> VaultError) throws(VaultError) -> (outcome: ReadOutcome, status: Int32) {
         var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw .storageFailure("cannot create a pipe for \(arguments[0]): \(String(cString: strerror(errno)))") }
+        do {
+            try SystemCall.once { pipe(&pipeFDs) }
+        } catch {
+            throw .storageFailure("cannot create a pipe for \(arguments[0]): \(error)")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -116,11 +120,9 @@ package enum SecretInput {
                                : posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
         close(pipeFDs[1])
         defer { close(pipeFDs[0]) }
-        guard rc == 0 else { throw failure("cannot run \(arguments[0]): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else { throw failure("cannot run \(arguments[0]): \(Errno(rawValue: rc))") }
         func reap() -> Int32 {
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return Subprocess.exitStatus(status)
+            Subprocess.exitStatus((try? SystemCall.waitStatus(of: pid)) ?? 0)
         }
         let outcome: ReadOutcome
         do throws(VaultError) {

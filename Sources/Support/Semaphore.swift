@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// A POSIX semaphore for a helper thread: its wake-ups, and telling that it ended. Allocated
 /// once, so its address never moves (a sem_t must not be copied), and destroyed with its owner.
@@ -21,15 +22,12 @@ package final class Semaphore: @unchecked Sendable {  // sem_post and sem_wait a
 
     /// Until a signal, through interruptions by signals.
     package func wait() {
-        while sem_wait(semaphore) != 0 && errno == EINTR {}
+        _ = try? SystemCall.retrying { sem_wait(semaphore) }
     }
 
     /// Until a signal or the CLOCK_REALTIME `deadline`; false when the deadline came first.
     package func wait(until deadline: timespec) -> Bool {
         var deadline = deadline
-        while sem_timedwait(semaphore, &deadline) != 0 {
-            if errno != EINTR { return false }
-        }
-        return true
+        return (try? SystemCall.retrying { sem_timedwait(semaphore, &deadline) }) != nil
     }
 }

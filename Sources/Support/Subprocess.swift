@@ -1,4 +1,6 @@
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Runs helper programs (fusermount3) and reports their status and standard error.
 package enum Subprocess {
@@ -24,17 +26,9 @@ package enum Subprocess {
         let rc = posix_spawnp(&pid, executable, &actions, nil, argv, environ)
         close(errPipe[1])
         defer { close(errPipe[0]) }
-        guard rc == 0 else { return Outcome(status: -1, errorOutput: "cannot run \(executable): \(String(cString: strerror(rc)))") }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(errPipe[0], &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            output += chunk[..<n]
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard rc == 0 else { return Outcome(status: -1, errorOutput: "cannot run \(executable): \(Errno(rawValue: rc))") }
+        let output = (try? FileDescriptor(rawValue: errPipe[0]).readToEnd()) ?? []
+        let status = (try? SystemCall.waitStatus(of: pid)) ?? 0
         return Outcome(status: exitStatus(status), errorOutput: String(decoding: output, as: UTF8.self))
     }
 

@@ -1,4 +1,6 @@
 import Glibc
+import SystemCalls
+import SystemPackage
 
 package enum Terminal {
     /// `text` with control characters (C0, DEL and C1, whose U+009B some terminals take for
@@ -25,16 +27,7 @@ package enum Terminal {
     /// Writes every byte, retrying short writes; false on error (such as EPIPE).
     @discardableResult
     package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += n
-        }
-        return true
+        (try? FileDescriptor(rawValue: fd).writeFully(bytes)) != nil
     }
 }
 

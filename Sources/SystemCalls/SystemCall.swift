@@ -33,4 +33,9 @@ package enum SystemCall {
 extension Errno {
     /// The errno the last failed call on this thread left.
     package static var last: Errno { Errno(rawValue: Glibc.errno) }
+
+    /// The error a library reports by returning it negated (sd-bus, libfuse, sd_notify).
+    package init(negatedReturn rc: Int32) {
+        self.init(rawValue: -rc)
+    }
 }

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import SystemCalls
 
 /// An exclusive claim on a vault file (flock), held by the process serving a mount so a
 /// second mount of the same vault is refused. The command line does not take it, so it keeps
@@ -34,23 +35,30 @@ public final class ExclusiveUse: Sendable {
             fd = -1
             return
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw .vaultNotFound(path) }
-            throw .storageFailure("\(path): \(String(cString: strerror(errno)))")
+        let fd: Int32
+        do {
+            fd = try SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) }
+        } catch .noSuchFileOrDirectory {
+            throw .vaultNotFound(path)
+        } catch {
+            throw .storageFailure("\(path): \(error)")
         }
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         deadline.tv_sec += seconds
         var file = stat()
         _ = fstat(fd, &file)
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
-            // Asked each time: a holder that had just claimed, or just mounted, may have since.
-            guard errno == EWOULDBLOCK, seconds > 0, !Self.passed(deadline),
-                  !(Self.serving(fd) && mounted(UInt64(file.st_dev), UInt64(file.st_ino))) else {
-                close(fd)
-                throw .vaultInUse(path)
+        while true {
+            do {
+                try SystemCall.retrying { flock(fd, LOCK_EX | LOCK_NB) }
+                break
+            } catch {
+                // Asked each time: a holder that had just claimed, or just mounted, may have since.
+                guard error == .wouldBlock, seconds > 0, !Self.passed(deadline),
+                      !(Self.serving(fd) && mounted(UInt64(file.st_dev), UInt64(file.st_ino))) else {
+                    close(fd)
+                    throw .vaultInUse(path)
+                }
             }
             usleep(10_000)
         }

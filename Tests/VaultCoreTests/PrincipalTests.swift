@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemPackage
 import Testing
 @testable import VaultCore
 
@@ -71,7 +72,7 @@ import Testing
     @Test func anExecutableIsGivenByAnAbsolutePathToAFile() throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(throws: AccessRuleError.executableNotAbsolute("usr/bin/head")) { try Principal.executable(at: "usr/bin/head") }
-        #expect(throws: AccessRuleError.executableNotFound(path: "/nonexistent/x", errno: ENOENT)) {
+        #expect(throws: AccessRuleError.executableNotFound(path: "/nonexistent/x", errno: .noSuchFileOrDirectory)) {
             try Principal.executable(at: "/nonexistent/x")
         }
         #expect(throws: AccessRuleError.executableNotAFile("/usr/bin")) { try Principal.executable(at: "/usr/bin") }

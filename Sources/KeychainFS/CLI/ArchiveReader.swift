@@ -1,5 +1,7 @@
 import CSodium
 import Glibc
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Reads an archive back, message by message, each authenticated before it is parsed. A wrong
@@ -13,8 +15,12 @@ struct ArchiveReader: ~Copyable {
 
     init(opening path: String, passphrase: borrowing SecureBuffer) throws(VaultError) {
         Sodium.ensureInitialized()
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .invalidArgument("cannot open \(path): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do {
+            fd = try SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) }
+        } catch {
+            throw .invalidArgument("cannot open \(path): \(error)")
+        }
         var headerBytes = [UInt8](repeating: 0, count: ArchiveHeader.size)
         guard ArchiveReader.readExactly(fd, &headerBytes) else {
             close(fd)
@@ -87,20 +93,14 @@ struct ArchiveReader: ~Copyable {
             guard final else { throw ArchiveRecord.malformed("the end record is not tagged FINAL") }
             guard count == seen else { throw ArchiveRecord.malformed("it ends after \(seen) entries, not the \(count) written") }
             var extra: UInt8 = 0
-            guard read(fd, &extra, 1) == 0 else { throw ArchiveRecord.malformed("bytes follow its end") }
+            guard (try? withUnsafeMutableBytes(of: &extra) { try FileDescriptor(rawValue: fd).read(into: $0) }) == 0 else { throw ArchiveRecord.malformed("bytes follow its end") }
             ended = true
             return nil
         }
     }
 
     private static func readExactly(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
-        var offset = 0
-        while offset < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if got < 0 && errno == EINTR { continue }
-            if got <= 0 { return false }
-            offset += got
-        }
-        return true
+        let count = buffer.count
+        return (try? buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: fd).readFully(into: $0) }) == count
     }
 }

@@ -1,6 +1,8 @@
 import CSodium
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// Writes an archive (see `ArchiveHeader`, `ArchiveRecord`) to a new file, one encrypted
@@ -35,8 +37,12 @@ struct ArchiveWriter: ~Copyable {
         }
         header.streamHeader = streamHeader
         let plaintext = try SecureBuffer(capacity: 4096)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .invalidArgument("cannot create \(path): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do {
+            fd = try SystemCall.retrying { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        } catch {
+            throw .invalidArgument("cannot create \(path): \(error)")
+        }
         self.fd = fd
         self.path = path
         self.state = state
@@ -60,7 +66,7 @@ struct ArchiveWriter: ~Copyable {
     mutating func finish() throws(VaultError) {
         try ArchiveRecord.encodeEnd(count: count, into: &plaintext)
         try seal(tag: UInt8(crypto_secretstream_xchacha20poly1305_tag_final()))
-        guard fsync(fd) == 0 else { throw failure() }
+        do { try FileDescriptor(rawValue: fd).sync() } catch { throw failure(error) }
         finished = true
     }
 
@@ -82,10 +88,15 @@ struct ArchiveWriter: ~Copyable {
         }
         plaintext.setCount(0)
         self.associated = []
-        guard (associated + sealed).withUnsafeBytes({ Terminal.writeAll(fd, $0) }) else { throw failure() }
+        let file = FileDescriptor(rawValue: fd)
+        do {
+            try SystemCall.typed { try (associated + sealed).withUnsafeBytes { try file.writeFully($0) } }
+        } catch {
+            throw failure(error)
+        }
     }
 
-    private func failure() -> VaultError {
-        errno == ENOSPC ? .diskFull : .storageFailure("cannot write \(path): \(String(cString: strerror(errno)))")
+    private func failure(_ error: Errno) -> VaultError {
+        error == .noSpace ? .diskFull : .storageFailure("cannot write \(path): \(error)")
     }
 }

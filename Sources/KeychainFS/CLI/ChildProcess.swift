@@ -1,6 +1,8 @@
 import Daemon
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 
 /// The command `keychainfs exec` runs: spawned (posix_spawn, never fork() in a Swift
 /// process), waited for, with the signals sent to exec passed on to it.
@@ -32,10 +34,10 @@ enum ChildProcess {
     /// A command that could not be started.
     struct SpawnFailure: Error {
         let command: String
-        let code: Int32
-        var message: String { "\(command): \(String(cString: strerror(code)))" }
+        let code: Errno
+        var message: String { "\(command): \(code)" }
         /// As in a shell: 127 for a command not found, 126 for one that cannot run.
-        var exitStatus: Int32 { code == ENOENT ? 127 : 126 }
+        var exitStatus: Int32 { code == .noSuchFileOrDirectory ? 127 : 126 }
     }
 
     /// Starts `command` (looked up in PATH) with `environment`, default signal dispositions
@@ -49,7 +51,7 @@ enum ChildProcess {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, command[0], nil, &attributes, argv, environment)
-        guard rc == 0 else { throw SpawnFailure(command: command[0], code: rc) }
+        guard rc == 0 else { throw SpawnFailure(command: command[0], code: Errno(rawValue: rc)) }
         return pid
     }
 
@@ -60,8 +62,7 @@ enum ChildProcess {
         var set = waitedFor()
         while true {
             var info = siginfo_t()
-            let received = sigwaitinfo(&set, &info)
-            if received < 0 { continue }  // EINTR
+            guard let received = try? SystemCall.retrying({ sigwaitinfo(&set, &info) }) else { continue }
             if received != SIGCHLD {
                 // SI_KERNEL (0x80): sent by the kernel, as a terminal's signals are.
                 let fromTerminal = info.si_code == 0x80 && getpgid(pid) == getpgrp()

@@ -1,5 +1,7 @@
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// The files and directories under a directory on disk, for `import pass` and `import dir`:
@@ -17,7 +19,7 @@ enum DirectoryWalk {
     /// (a pass store's `.git` and `.gpg-id`).
     static func walk(_ top: String, skippingHidden: Bool) throws(VaultError) -> [Found] {
         var info = stat()
-        guard stat(top, &info) == 0 else { throw .invalidArgument("\(top): \(String(cString: strerror(errno)))") }
+        guard stat(top, &info) == 0 else { throw .invalidArgument("\(top): \(Errno.last)") }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw .invalidArgument("\(top): not a directory") }
         var found: [Found] = []
         try walk(top, [], skippingHidden: skippingHidden, into: &found)
@@ -26,7 +28,7 @@ enum DirectoryWalk {
 
     private static func walk(_ directory: String, _ components: [ItemName], skippingHidden: Bool,
                              into found: inout [Found]) throws(VaultError) {
-        guard let handle = opendir(directory) else { throw .invalidArgument("\(directory): \(String(cString: strerror(errno)))") }
+        guard let handle = opendir(directory) else { throw .invalidArgument("\(directory): \(Errno.last)") }
         var names: [String] = []
         while let entry = readdir(handle) {
             // Refused as the mount refuses it, rather than stored with U+FFFD in its place.
@@ -47,7 +49,7 @@ enum DirectoryWalk {
             let itemName: ItemName
             do { itemName = try ItemName(name) } catch { throw .invalidArgument("\(path): \(error)") }
             var info = stat()
-            guard lstat(path, &info) == 0 else { throw .invalidArgument("\(path): \(String(cString: strerror(errno)))") }
+            guard lstat(path, &info) == 0 else { throw .invalidArgument("\(path): \(Errno.last)") }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
                 found.append(Found(path: path, components: components + [itemName], kind: .directory))
@@ -62,8 +64,12 @@ enum DirectoryWalk {
 
     /// A file's bytes in locked memory; over `limit` bytes is `.itemTooLarge`.
     static func read(_ path: String, limit: Int) throws(VaultError) -> SecureBuffer {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .invalidArgument("\(path): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do {
+            fd = try SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        } catch {
+            throw .invalidArgument("\(path): \(error)")
+        }
         defer { close(fd) }
         var content = try SecureBuffer(capacity: 0)
         guard try SecretInput.read(fd, into: &content, limit: limit) == .complete else {

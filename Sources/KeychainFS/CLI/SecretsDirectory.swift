@@ -1,5 +1,7 @@
 import Glibc
 import Support
+import SystemCalls
+import SystemPackage
 import VaultCore
 
 /// The directory of `exec --files` (`$KEYCHAINFS_SECRETS_DIR`): made 0700 with mkdtemp in
@@ -23,14 +25,16 @@ final class SecretsDirectory {
         if stat(base, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR { base = "/dev/shm" }
         var template = Array((base + "/keychainfs-exec-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw CommandFailure(message: "cannot make a directory for the secrets in \(base): \(String(cString: strerror(errno)))",
+            throw CommandFailure(message: "cannot make a directory for the secrets in \(base): \(Errno.last)",
                                  status: .storage)
         }
-        path = String(cString: made)
-        descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
+        let path = String(cString: made)
+        self.path = path
+        do {
+            descriptor = try SystemCall.retrying { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        } catch {
             rmdir(path)
-            throw CommandFailure(message: "cannot open \(path): \(String(cString: strerror(errno)))", status: .storage)
+            throw CommandFailure(message: "cannot open \(path): \(error)", status: .storage)
         }
     }
 
@@ -39,13 +43,22 @@ final class SecretsDirectory {
     }
 
     func write(_ name: ItemName, _ bytes: UnsafeRawBufferPointer) throws(CommandFailure) {
-        let fd = name.withCString { name, _ in openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else {
-            throw CommandFailure(message: "cannot create a secret's file in \(path): \(String(cString: strerror(errno)))", status: .storage)
+        let opened = name.withCString { name, _ in
+            Result { () throws(Errno) in
+                try SystemCall.retrying { openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            }
+        }
+        let fd: Int32
+        switch opened {
+        case .success(let opened): fd = opened
+        case .failure(let error):
+            throw CommandFailure(message: "cannot create a secret's file in \(path): \(error)", status: .storage)
         }
         defer { close(fd) }
-        guard Terminal.writeAll(fd, bytes) else {
-            throw CommandFailure(message: "cannot write a secret's file in \(path): \(String(cString: strerror(errno)))", status: .storage)
+        do {
+            try FileDescriptor(rawValue: fd).writeFully(bytes)
+        } catch {
+            throw CommandFailure(message: "cannot write a secret's file in \(path): \(error)", status: .storage)
         }
     }
 
@@ -93,12 +106,12 @@ final class SecretsDirectory {
             let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
             if fd >= 0 {
                 let zeros = [UInt8](repeating: 0, count: 65536)
+                let file = FileDescriptor(rawValue: fd)
                 var left = Int(info.st_size)
                 while left > 0 {
-                    let n = zeros.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, min(left, $0.count)) }
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { break }
-                    left -= n
+                    let chunk = min(left, zeros.count)
+                    guard (try? zeros.withUnsafeBytes({ try file.writeFully(UnsafeRawBufferPointer(rebasing: $0.prefix(chunk))) })) != nil else { break }
+                    left -= chunk
                 }
                 fsync(fd)
                 close(fd)

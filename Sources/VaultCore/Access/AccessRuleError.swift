@@ -1,11 +1,11 @@
-import Glibc
+import SystemPackage
 
 /// Why a principal or rule cannot be made; what the command line will report.
 public enum AccessRuleError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `--exe` needs an absolute path: a relative one would be resolved against the daemon's
     /// working directory, not the user's.
     case executableNotAbsolute(String)
-    case executableNotFound(path: String, errno: Int32)
+    case executableNotFound(path: String, errno: Errno)
     case executableNotAFile(String)
     case invalidUnit(String)
     /// Someone other than root could rewrite or replace the file (`ExecutableOwnership`), and
@@ -17,7 +17,7 @@ public enum AccessRuleError: Error, Equatable, Sendable, CustomStringConvertible
         case .executableNotAbsolute(let path):
             "\(path): an executable must be given by its absolute path"
         case .executableNotFound(let path, let code):
-            "\(path): \(String(cString: strerror(code)))"
+            "\(path): \(code)"
         case .executableNotAFile(let path):
             "\(path): not a regular file"
         case .executableReplaceable(let path, let reason):

@@ -1,4 +1,6 @@
 import Glibc
+import SystemCalls
+import SystemPackage
 
 /// Whether someone other than root could change which program an executable path runs, as
 /// sshd's StrictModes judges a key file: the file and every directory above it, along the path
@@ -12,7 +14,7 @@ public enum ExecutableOwnership {
     /// nil when only root can change the file at `path`, else why someone else can.
     public static func replaceableBy(_ path: String) -> String? {
         if let reason = checkChain(path) { return reason }
-        guard let resolved = realpath(path, nil) else { return "\(path) cannot be resolved: \(String(cString: strerror(errno)))" }
+        guard let resolved = realpath(path, nil) else { return "\(path) cannot be resolved: \(Errno.last)" }
         defer { free(resolved) }
         let real = String(cString: resolved)
         return real == path ? nil : checkChain(real)
@@ -28,7 +30,7 @@ public enum ExecutableOwnership {
         }
         for (index, prefix) in prefixes.enumerated() {
             var info = stat()
-            guard lstat(prefix, &info) == 0 else { return "\(prefix) cannot be examined: \(String(cString: strerror(errno)))" }
+            guard lstat(prefix, &info) == 0 else { return "\(prefix) cannot be examined: \(Errno.last)" }
             let type = info.st_mode & S_IFMT
             // A link's own owner and mode change nothing: it can only be replaced, through the
             // directory above it, which is checked; what it leads to is checked by the caller.

@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// Whom a rule admits: the processes running one executable file, or those of one systemd
 /// unit or scope.
@@ -22,7 +23,7 @@ public enum Principal: Hashable, Sendable, CustomStringConvertible {
     public static func executable(at path: String) throws(AccessRuleError) -> Principal {
         guard path.hasPrefix("/") else { throw .executableNotAbsolute(path) }
         var info = stat()
-        guard stat(path, &info) == 0 else { throw .executableNotFound(path: path, errno: errno) }
+        guard stat(path, &info) == 0 else { throw .executableNotFound(path: path, errno: .last) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .executableNotAFile(path) }
         return .executable(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), fingerprint: FileFingerprint(info))
     }

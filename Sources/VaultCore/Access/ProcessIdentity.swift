@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import Locking
 import Synchronization
+import SystemCalls
 
 /// The process behind a request, as the kernel records it: its executable, its systemd unit
 /// and when it started. Each costs a /proc read, so each is read only when first asked for,
@@ -48,9 +49,13 @@ public final class ProcessIdentity: Sendable {
     /// Pins `pid` (a process or one of its threads) at once.
     public init(pid: pid_t) {
         self.pid = pid
-        var fd = clinux_pidfd_open(pid, 1)
-        if fd < 0 && errno == EINVAL { fd = clinux_pidfd_open(pid, 0) }  // before Linux 6.9: no thread pidfds
-        pidfd = fd
+        do {
+            pidfd = try SystemCall.once { clinux_pidfd_open(pid, 1) }
+        } catch .invalidArgument {  // before Linux 6.9: no thread pidfds
+            pidfd = clinux_pidfd_open(pid, 0)
+        } catch {
+            pidfd = -1
+        }
     }
 
     /// Takes over `pidfd`, which the kernel made for `pid` (SCM_PIDFD), and closes it when done.

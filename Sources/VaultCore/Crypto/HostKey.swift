@@ -66,8 +66,10 @@ public enum HostKey {
         let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
         for component in components {
             prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw failure(path, "cannot create \(prefix): \(String(cString: strerror(errno)))")
+            do {
+                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
+            } catch {
+                throw failure(path, "cannot create \(prefix): \(error)")
             }
         }
     }

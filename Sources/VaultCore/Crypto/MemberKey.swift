@@ -195,8 +195,10 @@ public final class MemberKey: Sendable {
         var prefix = ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true).dropLast() {
             prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw failure(path, "cannot create \(prefix): \(Errno.last)")
+            do {
+                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
+            } catch {
+                throw failure(path, "cannot create \(prefix): \(error)")
             }
         }
         do {
