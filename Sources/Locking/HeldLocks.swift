@@ -2,6 +2,7 @@
 import Glibc
 
 /// The ranks this thread holds, in a thread-specific slot (debug builds only).
+@usableFromInline
 enum HeldLocks {
     private final class Stack {
         var ranks: [LockRank] = []
@@ -22,6 +23,7 @@ enum HeldLocks {
         return stack
     }
 
+    @usableFromInline
     static func willTake(_ rank: LockRank) {
         let stack = stack
         if let top = stack.ranks.max(), top >= rank {
@@ -30,6 +32,7 @@ enum HeldLocks {
         stack.ranks.append(rank)
     }
 
+    @usableFromInline
     static func released(_ rank: LockRank) {
         let stack = stack
         if let at = stack.ranks.lastIndex(of: rank) { stack.ranks.remove(at: at) }

@@ -5,7 +5,9 @@ import Synchronization
 /// lock of the same or a higher rank, naming both: a deadlock no test happened to hit still
 /// shows as an order no test may break.
 package struct OrderedMutex<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
-    private let mutex: Mutex<Value>
+    // Inlinable, with what it reaches: the session loop takes a lock per request, and an
+    // unspecialized generic call across modules would cost each of them.
+    @usableFromInline let mutex: Mutex<Value>
     package let rank: LockRank
 
     package init(_ rank: LockRank, _ value: consuming sending Value) {
@@ -13,6 +15,7 @@ package struct OrderedMutex<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
         mutex = Mutex(value)
     }
 
+    @inlinable
     package borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {

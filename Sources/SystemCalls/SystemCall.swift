@@ -7,6 +7,7 @@ import SystemPackage
 package enum SystemCall {
     /// Runs `call` again while it fails with EINTR; -1 becomes the errno it left.
     @discardableResult
+    @inlinable
     package static func retrying<Result: FixedWidthInteger>(_ call: () -> Result) throws(Errno) -> Result {
         while true {
             let result = call()
@@ -18,6 +19,7 @@ package enum SystemCall {
 
     /// Runs `call` once (for calls that must not be repeated, like close); -1 becomes the errno it left.
     @discardableResult
+    @inlinable
     package static func once<Result: FixedWidthInteger>(_ call: () -> Result) throws(Errno) -> Result {
         let result = call()
         if result == -1 { throw Errno.last }
@@ -25,6 +27,7 @@ package enum SystemCall {
     }
 
     /// Runs a swift-system call, whose throws are untyped but only ever `Errno`.
+    @inlinable
     package static func typed<Result>(_ call: () throws -> Result) throws(Errno) -> Result {
         do { return try call() } catch let error as Errno { throw error } catch { throw .ioError }
     }
@@ -32,6 +35,7 @@ package enum SystemCall {
 
 extension Errno {
     /// The errno the last failed call on this thread left.
+    @inlinable
     package static var last: Errno { Errno(rawValue: Glibc.errno) }
 
     /// The error a library reports by returning it negated (sd-bus, libfuse, sd_notify).
