@@ -2,8 +2,7 @@
 import Glibc
 
 /// The ranks this thread holds, in a thread-specific slot (debug builds only).
-@usableFromInline
-enum HeldLocks {
+package enum HeldLocks {
     private final class Stack {
         var ranks: [LockRank] = []
     }
@@ -23,8 +22,7 @@ enum HeldLocks {
         return stack
     }
 
-    @usableFromInline
-    static func willTake(_ rank: LockRank) {
+    package static func willTake(_ rank: LockRank) {
         let stack = stack
         if let top = stack.ranks.max(), top >= rank {
             fatalError("lock order broken: taking \(rank) while holding \(top) (see LockRank)")
@@ -32,8 +30,7 @@ enum HeldLocks {
         stack.ranks.append(rank)
     }
 
-    @usableFromInline
-    static func released(_ rank: LockRank) {
+    package static func released(_ rank: LockRank) {
         let stack = stack
         if let at = stack.ranks.lastIndex(of: rank) { stack.ranks.remove(at: at) }
     }
