@@ -107,35 +107,6 @@ import Testing
         #expect(try s.cli.cli(["get", "login/Plain one"]).stdoutText == "clear text")
     }
 
-    @Test func pythonKeyringAndGitsCredentialHelper() throws {
-        let s = try SecretServiceFixture()
-        let keyring = try s.python("""
-            import keyring
-            keyring.set_password('example.org', 'ann', 'k3yring')
-            print(keyring.get_password('example.org', 'ann'))
-            keyring.delete_password('example.org', 'ann')
-            print(keyring.get_password('example.org', 'ann'))
-            """, environment: ["PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"])
-        #expect(keyring.status == 0, "\(keyring.stderr)")
-        #expect(keyring.stdoutText == "k3yring\nNone\n")
-
-        let helper = try gitCredentialLibsecret()
-        let git = { (action: String, input: String) throws -> RunResult in
-            try run("/usr/bin/git", ["-c", "credential.helper=", "-c", "credential.helper=\(helper)", "credential", action],
-                    stdin: Data(input.utf8), environment: s.bus.environment.merging(["GIT_TERMINAL_PROMPT": "0"]) { $1 })
-        }
-        let request = "protocol=https\nhost=git.example.org\nusername=ann\n"
-        #expect(try git("approve", request + "password=g1t-token\n\n").status == 0)
-        let filled = try git("fill", request + "\n")
-        #expect(filled.stdoutText.contains("password=g1t-token"), "\(filled.stdoutText) \(filled.stderr)")
-        // Stored as an item the mount shows, with git's attributes.
-        let listed = try sh("getfattr -d -m '^user\\.' '\(s.mountpoint)'/login/* 2>/dev/null")
-        #expect(listed.stdoutText.contains("user.server=\"git.example.org\""), "\(listed.stdoutText)")
-        #expect(try git("reject", request + "\n").status == 0)
-        let after = try git("fill", request + "\n")
-        #expect(!after.stdoutText.contains("g1t-token"))
-    }
-
     @Test func aProgramTheRulesRefuseGetsNoSecretOverDBus() throws {
         let s = try SecretServiceFixture()
         #expect(try s.secretTool(["store", "--label=token", "app", "x"], stdin: "top secret").status == 0)
@@ -490,14 +461,4 @@ func startProcess(_ executable: String, _ arguments: [String], environment: [Str
     process.standardError = FileHandle.nullDevice
     try process.run()
     return process
-}
-
-/// git's libsecret credential helper, built from the source Debian's git ships.
-func gitCredentialLibsecret() throws -> String {
-    let built = NSTemporaryDirectory() + "git-credential-libsecret"
-    if FileManager.default.isExecutableFile(atPath: built) { return built }
-    let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
-    let compiled = try sh("cc -o '\(built)' '\(source)' $(pkg-config --cflags --libs libsecret-1 glib-2.0)")
-    guard compiled.status == 0 else { throw FixtureError("cannot build git-credential-libsecret: \(compiled.stderr)") }
-    return built
 }
