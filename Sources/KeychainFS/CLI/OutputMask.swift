@@ -35,7 +35,16 @@ final class OutputMask: @unchecked Sendable {
             func emitFrom(_ start: Int, to end: Int) -> Bool {
                 end == start || emit(UnsafeRawBufferPointer(start: base + start, count: end - start))
             }
-            scanning: while index < data.count {
+            // Where each value's first byte next occurs, found by memchr: most output holds
+            // none, and a loop over every byte is slow.
+            var next = [Int](repeating: -1, count: ranges.count)
+            scanning: while true {
+                for (slot, range) in ranges.enumerated() where next[slot] < index {
+                    let found = memchr(base + index, Int32(secrets[range.lowerBound]), data.count - index)
+                    next[slot] = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? data.count
+                }
+                index = next.min() ?? data.count
+                guard index < data.count else { break }
                 let byte = data[index]
                 for range in ranges where secrets[range.lowerBound] == byte {
                     let available = min(range.count, data.count - index)
