@@ -75,9 +75,10 @@ struct Exec: ParsableCommand {
     }
 
     /// A relay for standard output and for error when it is not a terminal: a terminal is
-    /// a person reading, as with `op run`, and keeps the command attached to it directly.
+    /// a person reading, as with `op run`, and keeps the command attached to it directly; a
+    /// closed stream stays closed.
     private func relays(for secrets: borrowing ExecSecrets) throws(CommandFailure) -> [StreamRelay] {
-        let streams = [STDOUT_FILENO, STDERR_FILENO].filter { isatty($0) == 0 }
+        let streams = [STDOUT_FILENO, STDERR_FILENO].filter { isatty($0) == 0 && fcntl($0, F_GETFD) != -1 }
         guard !noMasking, !streams.isEmpty else { return [] }
         let mask: OutputMask?
         do throws(VaultError) {
