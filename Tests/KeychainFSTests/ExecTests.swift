@@ -24,7 +24,7 @@ import VaultCore
     }
 
     private func exec(_ arguments: [String], vault: String, passphraseFile: String, environment: [String: String] = [:]) throws -> RunResult {
-        try run(keychainfsBinary, ["exec", "--vault", vault, "--passphrase-file", passphraseFile] + arguments, environment: environment)
+        try run(keychainfsBinary, ["exec", "--no-masking", "--vault", vault, "--passphrase-file", passphraseFile] + arguments, environment: environment)
     }
 
     private static let everything = ["--env-dict", "app", "--env", "ONE=one", "--files", "tls", "--", "/bin/sh", "-c", report]
@@ -158,7 +158,7 @@ import VaultCore
         try #require(allowed.exitStatus == .success, "\(allowed.stderr)")
         #expect(eventually(within: 2) { (try? asNobody(["/bin/cat", mountpoint + "/app/token"]))?.status != 0 }, "the rule applies")
 
-        let read = try keychainfs(["exec", "--vault", vault, "--passphrase-file", home + "/no-such-file",
+        let read = try keychainfs(["exec", "--no-masking", "--vault", vault, "--passphrase-file", home + "/no-such-file",
                                    "--env", "X=app/token", "--", "/bin/sh", "-c", "echo \"$X\""])
         #expect(read.exitStatus == .success && read.stdoutText == "s3cret\n", "\(read.stderr)")
         let denied = try asNobody(["/bin/sh", "-c", "cat \"$1\" || true", "sh", mountpoint + "/app/token"])
@@ -167,7 +167,7 @@ import VaultCore
         // With the passphrase (no mount to ask), exec holds a key and is not dumpable: its
         // user's other processes (here its own command) cannot read even its executable link.
         #expect(try keychainfs(["unmount", mountpoint]).exitStatus == .success)
-        let opened = try keychainfs(["exec"] + vaultOptions + ["--env", "X=app/token", "--", "/bin/sh", "-c",
+        let opened = try keychainfs(["exec", "--no-masking"] + vaultOptions + ["--env", "X=app/token", "--", "/bin/sh", "-c",
                                                                 "echo \"$X\"; readlink /proc/$PPID/exe || echo unreadable"])
         #expect(opened.stdoutText == "s3cret\nunreadable\n", "\(opened.stdoutText) \(opened.stderr)")
     }
@@ -180,7 +180,7 @@ import VaultCore
         let m = try MountFixture()
         try store(m.cli)
         let traced = { (passphrase: String) throws -> RunResult in
-            try run("/usr/bin/strace", ["-f", "-o", "/dev/null", keychainfsBinary, "exec", "--vault", m.vault,
+            try run("/usr/bin/strace", ["-f", "-o", "/dev/null", keychainfsBinary, "exec", "--no-masking", "--vault", m.vault,
                                         "--passphrase-file", passphrase, "--env", "X=one", "--", "/bin/sh", "-c", "echo \"$X\""])
         }
         #expect(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)

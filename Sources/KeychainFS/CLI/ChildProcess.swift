@@ -41,8 +41,13 @@ enum ChildProcess {
     }
 
     /// Starts `command` (looked up in PATH) with `environment`, default signal dispositions
-    /// and an empty signal mask.
-    static func spawn(_ command: [String], environment: [UnsafeMutablePointer<CChar>?]) throws(SpawnFailure) -> pid_t {
+    /// and an empty signal mask; each relay's pipe in place of its stream.
+    static func spawn(_ command: [String], environment: [UnsafeMutablePointer<CChar>?],
+                      relays: [StreamRelay] = []) throws(SpawnFailure) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for relay in relays { posix_spawn_file_actions_adddup2(&actions, relay.commandEnd, relay.target) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -50,7 +55,7 @@ enum ChildProcess {
         let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, command[0], nil, &attributes, argv, environment)
+        let rc = posix_spawnp(&pid, command[0], &actions, &attributes, argv, environment)
         guard rc == 0 else { throw SpawnFailure(command: command[0], code: Errno(rawValue: rc)) }
         return pid
     }

@@ -14,7 +14,9 @@ struct Exec: ParsableCommand {
             to a file of its name in a directory made for the command, $KEYCHAINFS_SECRETS_DIR, wiped and \
             removed when the command ends. With the vault mounted and unlocked, the mount's daemon gives the \
             secrets (no passphrase; the access rules judge this process); otherwise the vault is opened with \
-            the passphrase. The exit status is the command's; a signal that ended it ends exec too.
+            the passphrase. When standard output or error is not a terminal, every secret passed (4 bytes or \
+            longer) that the command writes to it is replaced by <concealed by keychainfs>; --no-masking \
+            leaves the output as written. The exit status is the command's; a signal that ended it ends exec too.
             """
     )
 
@@ -28,6 +30,9 @@ struct Exec: ParsableCommand {
 
     @Option(name: .customLong("files"), help: ArgumentHelp("Put each item in DICT in a file in $KEYCHAINFS_SECRETS_DIR.", valueName: "DICT"))
     var fileDictionaries: [String] = []
+
+    @Flag(name: .customLong("no-masking"), help: "Leave secrets in the command's output that is not a terminal.")
+    var noMasking = false
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "COMMAND"))
     var command: [String] = []
@@ -50,9 +55,13 @@ struct Exec: ParsableCommand {
             let directory = secrets.hasFiles ? try SecretsDirectory() : nil
             defer { directory?.wipeAndRemove() }
             if let directory { try secrets.writeFiles(into: directory) }
+            let relays = try relays(for: secrets)
+            // Everything the command wrote is passed on before exec ends (after the wait below).
+            defer { relays.forEach { $0.finish() } }
             let pid: pid_t
             do throws(ChildProcess.SpawnFailure) {
-                pid = try start(secrets, directory: directory)
+                defer { relays.forEach { $0.closeCommandEnd() } }
+                pid = try start(secrets, directory: directory, relays: relays)
             } catch {
                 Terminal.printError(error.message)
                 termination = .exited(error.exitStatus)
@@ -65,9 +74,34 @@ struct Exec: ParsableCommand {
         if let termination { ChildProcess.end(like: termination) }
     }
 
+    /// A relay for standard output and for error when it is not a terminal: a terminal is
+    /// a person reading, as with `op run`, and keeps the command attached to it directly; a
+    /// closed stream stays closed.
+    private func relays(for secrets: borrowing ExecSecrets) throws(CommandFailure) -> [StreamRelay] {
+        let streams = [STDOUT_FILENO, STDERR_FILENO].filter { isatty($0) == 0 && fcntl($0, F_GETFD) != -1 }
+        guard !noMasking, !streams.isEmpty else { return [] }
+        let mask: OutputMask?
+        do throws(VaultError) {
+            mask = try secrets.outputMask()
+        } catch {
+            throw CommandFailure(error)
+        }
+        guard let mask else { return [] }
+        var relays: [StreamRelay] = []
+        for stream in streams {
+            do throws(CommandFailure) {
+                relays.append(try StreamRelay(target: stream, mask: mask))
+            } catch {
+                relays.forEach { $0.closeCommandEnd(); $0.finish() }
+                throw error
+            }
+        }
+        return relays
+    }
+
     /// Starts the command with the variables added to (or replacing those of) exec's own
     /// environment.
-    private func start(_ secrets: borrowing ExecSecrets, directory: SecretsDirectory?) throws(ChildProcess.SpawnFailure) -> pid_t {
+    private func start(_ secrets: borrowing ExecSecrets, directory: SecretsDirectory?, relays: [StreamRelay]) throws(ChildProcess.SpawnFailure) -> pid_t {
         let directoryVariable = directory.map { strdup("KEYCHAINFS_SECRETS_DIR=" + $0.path) }
         defer { directoryVariable.map { free($0) } }
         // exec's umask (077, from its hardening) is not the command's business.
@@ -85,7 +119,7 @@ struct Exec: ParsableCommand {
             if let directoryVariable { environment.append(directoryVariable) }
             environment.append(nil)
             do throws(ChildProcess.SpawnFailure) {
-                return .success(try ChildProcess.spawn(command, environment: environment))
+                return .success(try ChildProcess.spawn(command, environment: environment, relays: relays))
             } catch {
                 return .failure(error)
             }

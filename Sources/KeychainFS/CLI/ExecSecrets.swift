@@ -101,6 +101,15 @@ struct ExecSecrets: ~Copyable {
         }
     }
 
+    /// The values and files' contents, copied to locked memory of their own, to be masked in
+    /// the command's output; nil when none is long enough to be.
+    func outputMask() throws(VaultError) -> OutputMask? {
+        let values = environmentEntries.map { $0.range.lowerBound + $0.nameLength + 1..<$0.range.upperBound - 1 } + files.map(\.range)
+        var copy = try SecureBuffer(capacity: buffer.count)
+        try buffer.withUnsafeBytes { (bytes) throws(VaultError) in try copy.append(bytes) }
+        return OutputMask(copy, ranges: values)
+    }
+
     func writeFiles(into directory: SecretsDirectory) throws(CommandFailure) {
         try buffer.withUnsafeBytes { (bytes) throws(CommandFailure) in
             for file in files { try directory.write(file.name, UnsafeRawBufferPointer(rebasing: bytes[file.range])) }
