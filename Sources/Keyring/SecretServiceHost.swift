@@ -8,6 +8,8 @@ import VaultCore
 /// alone on the calling thread. The connection is made and the name claimed before anything
 /// is served, so a missing bus or a taken name fails the command with one line.
 package final class SecretServiceHost: Sendable {
+    /// The well-known name the service owns on the session bus.
+    package static let busName = SecretService.busName
     private let bus: BusConnection
     private let service: SecretService
     private let ended = DispatchSemaphore(value: 0)

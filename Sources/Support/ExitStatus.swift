@@ -28,7 +28,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .failure: "other failure"
         case .wrongPassphrase: "wrong passphrase, or a member key that is not a member of the vault"
         case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
-        case .notFound: "no such item, dictionary, attribute, access rule or member; `find` matched nothing"
+        case .notFound: "no such item, dictionary, attribute, access rule or member; `find` matched nothing; nobody owns org.freedesktop.secrets (`secret-service --status`)"
         case .alreadyExists: "already exists (including `init` on an existing file)"
         case .wrongKind: "dictionary not empty, or an item where a dictionary was needed (or the reverse)"
         case .invalidInput: "invalid name, item or attribute too large, invalid move or argument; an `--exe` that is not an absolute path to a file or that someone other than root could replace, an invalid `--unit`"
@@ -38,7 +38,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .mountFailure: "mount or unmount failure: mountpoint missing, not a directory or not empty, or /dev/fuse unusable"
         case .accessDenied: "access denied by an access rule"
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
-        case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace)"
+        case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace, `secret-service --status`)"
         case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back); --accept-rollback opens it"
         case .usage: "usage error"
         }
