@@ -43,7 +43,8 @@ private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent
     static func freshVaultBytes() throws -> Int {
         let fresh = try MountFixture()
         #expect(try run("/usr/bin/python3", ["-c", create, fresh.mountpoint, "1"]).status == 0)
-        #expect(try fresh.unmount().status == 0)
+        let freshUnmount = try fresh.unmount()
+        #expect(freshUnmount.status == 0, "\(freshUnmount.stderr)")
         #expect(try fresh.cli.cli(["verify"]).status == 0)
         return bytesOnDisk(fresh.vault)
     }
@@ -58,7 +59,8 @@ private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent
         let shrunk = eventually(within: 20) { bytesOnDisk(m.vault) <= 3 * fresh }
         #expect(shrunk, "vault and WAL: \(bytesOnDisk(m.vault)) bytes; with 2 000 items \(full); a fresh vault with what is left \(fresh)")
         #expect(try run("/usr/bin/find", [m.path("d0"), "-type", "f"]).stdoutText.split(separator: "\n").count == 100)
-        #expect(try m.unmount().status == 0)
+        let unmounted = try m.unmount()
+        #expect(unmounted.status == 0, "\(unmounted.stderr)")
         #expect(try m.cli.cli(["verify"]).status == 0)
     }
 
