@@ -51,7 +51,7 @@ import Testing
         let f = try CLIFixture()
         let mountpoint = f.directory + "/mnt", received = f.directory + "/journal-stream"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-ec", script],
+        let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-ec", releaseOtherTestsMounts + script],
                              environment: ["KEYCHAINFS": keychainfsBinary, "VAULT": f.vault, "PW": f.passphraseFile, "MNT": mountpoint,
                                            "RECEIVED": received, "JOURNAL": withJournal ? "1" : "", "CRASH": withJournal ? "1" : ""])
         #expect(result.status == 0, "\(result.stdoutText) \(result.stderr)")

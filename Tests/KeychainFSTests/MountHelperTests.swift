@@ -29,7 +29,7 @@ import Testing
         /// Runs `script` (sh -e) in a new mount namespace where mount(8) finds this build.
         func inNamespace(_ script: String, extra: [String: String] = [:]) throws -> RunResult {
             try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-ec",
-                                         "mount --bind \"$PROGRAMS\" /usr/local/sbin\n" + script],
+                                         releaseOtherTestsMounts + "mount --bind \"$PROGRAMS\" /usr/local/sbin\n" + script],
                     environment: ["PROGRAMS": programs, "VAULT": cli.vault, "MNT": mountpoint, "PW": cli.passphraseFile]
                         .merging(extra) { $1 })
         }

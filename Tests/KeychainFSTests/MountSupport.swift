@@ -277,3 +277,13 @@ final class ScriptedConfirmation {
         """
     }
 }
+
+/// The first lines of a script run in a mount namespace of its own (`unshare --mount`): the new
+/// namespace starts with a copy of every mount, other tests' FUSE mounts included, and a copy
+/// keeps its filesystem alive, so another test's `keychainfs unmount` would wait for a daemon
+/// that does not hear of the unmount until this namespace ends. Dropping the copies here (lazily,
+/// in this namespace only: its propagation is private) leaves other tests' mounts to them.
+let releaseOtherTestsMounts = #"""
+    awk '$3 ~ /^fuse\./ { print $2 }' /proc/self/mounts | while read -r copy; do umount -l "$copy" 2>/dev/null || true; done
+
+    """#
