@@ -7,16 +7,10 @@ import SystemPackage
 enum VaultFiles {
     /// `mkdir -p` of the vault's directory; directories it creates are 0700.
     static func createParentDirectories(of path: String) throws(VaultError) {
-        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-        var prefix = path.hasPrefix("/") ? "" : "."
-        if path.hasPrefix("/") { components = components.dropFirst() }
-        for component in components where !component.isEmpty {
-            prefix += "/" + component
-            do {
-                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
-            } catch {
-                throw .storageFailure("cannot create \(prefix): \(error)")
-            }
+        do {
+            try SystemCall.makeParentDirectories(of: path, permissions: .ownerReadWriteExecute)
+        } catch {
+            throw .storageFailure("cannot create \(error.directory): \(error.errno)")
         }
     }
 

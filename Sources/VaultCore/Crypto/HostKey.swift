@@ -62,15 +62,10 @@ public enum HostKey {
     }
 
     private static func makeDirectories(for path: String) throws(VaultError) {
-        var prefix = ""
-        let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
-        for component in components {
-            prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
-            do {
-                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
-            } catch {
-                throw failure(path, "cannot create \(prefix): \(error)")
-            }
+        do {
+            try SystemCall.makeParentDirectories(of: path, permissions: .ownerReadWriteExecute)
+        } catch {
+            throw failure(path, "cannot create \(error.directory): \(error.errno)")
         }
     }
 

@@ -192,14 +192,10 @@ public final class MemberKey: Sendable {
     }
 
     private static func write(_ file: [UInt8], to path: String) throws(VaultError) {
-        var prefix = ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true).dropLast() {
-            prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
-            do {
-                try SystemCall.makeDirectoryIfMissing(prefix, permissions: .ownerReadWriteExecute)
-            } catch {
-                throw failure(path, "cannot create \(prefix): \(error)")
-            }
+        do {
+            try SystemCall.makeParentDirectories(of: path, permissions: .ownerReadWriteExecute)
+        } catch {
+            throw failure(path, "cannot create \(error.directory): \(error.errno)")
         }
         do {
             try SystemCall.typed { try file.withUnsafeBytes { try NewFile.create(at: path, contents: $0) } }
