@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .executable(name: "keychainfs", targets: ["KeychainFS"]),
         .library(name: "VaultCore", targets: ["VaultCore"]),
+        // libpam_keychainfs.so, installed as pam_keychainfs.so by scripts/setup.
+        .library(name: "pam_keychainfs", type: .dynamic, targets: ["PAMModule"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -20,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
 
         // System calls as typed values: swift-system's descriptors and Errno, EINTR and short
         // reads and writes handled once, files that appear whole or not at all.
@@ -58,6 +61,16 @@ let package = Package(
                 "Daemon", "Keyring", "FUSEDriver", "Admission", "Support", "VaultCore", "SystemCalls", "CLinux", "CSodium",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+
+        // The PAM module: libpam's entry points, the login password in locked memory, and
+        // `keychainfs pam-...` run for everything else. Loaded into login, gdm and sshd, so it
+        // carries its own Swift runtime (-static-stdlib: nothing to find at load time) and is
+        // never unmapped (-z nodelete: the runtime's thread-exit and atexit hooks outlive pam_end).
+        .target(
+            name: "PAMModule",
+            dependencies: ["CPAM", "CSodium"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "nodelete"])]
         ),
 
         // What the test targets share: running programs, a PostgreSQL server of their own, and

@@ -20,7 +20,7 @@ struct KeychainFSCommand: ParsableCommand {
         subcommands: [Mount.self, Unmount.self, Lock.self, Unlock.self, Status.self, Init.self, SetItem.self, GetItem.self,
                        AttributeCommand.self, LabelCommand.self, ClassCommand.self, FindItems.self, List.self, Remove.self,
                        MakeDictionary.self, Move.self, Allow.self, Disallow.self, Rules.self, LogCommand.self,
-                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self,
+                       ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self, PAMSession.self, PAMPasswd.self,
                        ImportCommand.self, ExportCommand.self, MemberCommand.self],
         defaultSubcommand: Mount.self
     )

@@ -7,15 +7,25 @@ package enum Subprocess {
     package struct Outcome {
         package let status: Int32
         package let errorOutput: String
+
+        package init(status: Int32, errorOutput: String) {
+            self.status = status
+            self.errorOutput = errorOutput
+        }
     }
 
-    package static func run(_ executable: String, _ arguments: [String]) -> Outcome {
+    /// `standardInput`: a descriptor the child reads as fd 0 (a pipe holding a passphrase), else /dev/null.
+    package static func run(_ executable: String, _ arguments: [String], standardInput: Int32? = nil) -> Outcome {
         var errPipe: [Int32] = [0, 0]
         guard pipe(&errPipe) == 0 else { return Outcome(status: -1, errorOutput: "cannot create a pipe") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let standardInput {
+            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
         posix_spawn_file_actions_addclose(&actions, errPipe[0])
