@@ -33,8 +33,10 @@ struct VaultOptions: ParsableArguments {
         }
     }
 
-    var resolvedVaultPath: String {
-        if let vaultPath { return vaultPath }
+    var resolvedVaultPath: String { vaultPath ?? VaultOptions.defaultVaultPath() }
+
+    /// $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault, else under ~/.local/share.
+    static func defaultVaultPath() -> String {
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         if let path = env("KEYCHAINFS_VAULT") { return path }
         if let data = env("XDG_DATA_HOME") { return data + "/keychainfs/default.vault" }
