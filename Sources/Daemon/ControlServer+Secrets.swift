@@ -17,7 +17,7 @@ extension ControlServer {
         let caller = sender.context
         do throws(VaultError) {
             var pathBuffer = try SecureBuffer(capacity: count)
-            guard try readPath(connection, into: &pathBuffer, exactly: count, from: sender) else {
+            guard try readPayload(connection, into: &pathBuffer, exactly: count, from: sender) else {
                 refuse(connection, .shortPath, .usage, "short path, or written by another process than the request")
                 return
             }
@@ -47,25 +47,6 @@ extension ControlServer {
     /// connection's own thread when a `--confirm` rule says so.
     private func admit(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) {
         if let refusal = served.gate.admitWaiting([check], caller) { throw refusal }
-    }
-
-    /// The path's bytes, all from the writer of the request line; false on an early end or
-    /// bytes from anyone else.
-    private func readPath(_ connection: Int32, into buffer: inout SecureBuffer, exactly count: Int,
-                          from sender: MessageSender) throws(VaultError) -> Bool {
-        try buffer.reserve(count)
-        while buffer.count < count {
-            var from: MessageSender? = nil
-            let before = buffer.count
-            buffer.withUnsafeMutableStorage { storage in
-                let room = UnsafeMutableRawBufferPointer(rebasing: storage[before..<count])
-                let got: Int
-                (got, from) = MessageSender.receive(connection, into: room)
-                return before + max(got, 0)
-            }
-            guard buffer.count > before, let from, from.isSameWriter(as: sender) else { return false }
-        }
-        return true
     }
 
     /// The names of the items (not dictionaries) directly in the dictionary at `path`, each

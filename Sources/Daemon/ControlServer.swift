@@ -110,6 +110,17 @@ final class ControlServer: Sendable {
                 return
             }
             serveSecret(connection, listing: words[0] == "list", pathBytes: count, sender: sender)
+        case "cmd":
+            guard words.count == 3, let verb = ControlRequest(rawValue: words[1]), words[2].allSatisfy(\.isNumber),
+                  let count = Int(words[2]), (0...ControlServer.maximumPayloadBytes).contains(count) else {
+                refuse(connection, .malformedCommand, .usage, "malformed command request")
+                return
+            }
+            guard let sender, sender.uid == peer else {
+                refuse(connection, .unknownWriter, .failure, "permission denied: the request's writer cannot be told")
+                return
+            }
+            serveCommand(connection, verb, payloadBytes: count, sender: sender)
         default:
             refuse(connection, .unknownRequest, .usage, "unknown request")
         }
