@@ -17,7 +17,7 @@ extension ControlServer {
         let caller = sender.context
         do throws(VaultError) {
             var pathBuffer = try SecureBuffer(capacity: count)
-            guard try readPath(connection, into: &pathBuffer, exactly: count, from: sender) else {
+            guard try readPayload(connection, into: &pathBuffer, exactly: count, from: sender) else {
                 refuse(connection, .shortPath, .usage, "short path, or written by another process than the request")
                 return
             }
@@ -28,14 +28,14 @@ extension ControlServer {
             }
             // After-first-unlock items stay readable through the mount while it is locked;
             // here nothing is: exec then asks for the passphrase instead.
-            guard !fileSystem.isLocked else { throw .locked }
-            let node = try fileSystem.vault.node(at: path)
+            guard !served.locking.isLocked else { throw .locked }
+            let node = try served.vault.node(at: path)
             let check = listing ? AccessCheck(access: .list, target: .node(node.id))
                                 : AccessCheck(access: .read, target: .node(node.id), isItemOpen: true)
             try admit(check, caller)
             // An access like any other: it holds off the idle lock.
-            fileSystem.noteActivity()
-            let reply = try listing ? itemNames(in: path) : fileSystem.vault.read(path)
+            served.locking.noteActivity()
+            let reply = try listing ? itemNames(in: path) : served.vault.read(path)
             ControlSocket.send(connection, "ok \(reply.count)")
             _ = reply.withUnsafeBytes { Terminal.writeAll(connection, $0) }
         } catch {
@@ -46,33 +46,14 @@ extension ControlServer {
     /// Throws the refusal unless the rules let `caller` have the access, asking on this
     /// connection's own thread when a `--confirm` rule says so.
     private func admit(_ check: AccessCheck, _ caller: RequestContext) throws(VaultError) {
-        if let refusal = fileSystem.gate.admitWaiting([check], caller) { throw refusal }
-    }
-
-    /// The path's bytes, all from the writer of the request line; false on an early end or
-    /// bytes from anyone else.
-    private func readPath(_ connection: Int32, into buffer: inout SecureBuffer, exactly count: Int,
-                          from sender: MessageSender) throws(VaultError) -> Bool {
-        try buffer.reserve(count)
-        while buffer.count < count {
-            var from: MessageSender? = nil
-            let before = buffer.count
-            buffer.withUnsafeMutableStorage { storage in
-                let room = UnsafeMutableRawBufferPointer(rebasing: storage[before..<count])
-                let got: Int
-                (got, from) = MessageSender.receive(connection, into: room)
-                return before + max(got, 0)
-            }
-            guard buffer.count > before, let from, from.isSameWriter(as: sender) else { return false }
-        }
-        return true
+        if let refusal = served.gate.admitWaiting([check], caller) { throw refusal }
     }
 
     /// The names of the items (not dictionaries) directly in the dictionary at `path`, each
     /// followed by a NUL byte, in locked memory.
     private func itemNames(in path: VaultPath) throws(VaultError) -> SecureBuffer {
         var names = try SecureBuffer(capacity: 4096)
-        for entry in try fileSystem.vault.list(path) where entry.node.kind == .item {
+        for entry in try served.vault.list(path) where entry.node.kind == .item {
             try entry.name.withUnsafeBytes { (bytes) throws(VaultError) in try names.append(bytes) }
             var end: UInt8 = 0
             try withUnsafeBytes(of: &end) { (bytes) throws(VaultError) in try names.append(bytes) }

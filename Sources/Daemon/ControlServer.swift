@@ -1,32 +1,29 @@
 import CLinux
 import FUSEDriver
 import Glibc
+import Keyring
 import Support
 import SystemCalls
 import SystemPackage
 import VaultCore
 
-/// The control socket of a mount: `lock`, `unlock` (with a passphrase) and `status`, one
-/// request per connection, from the mounting user or root only (SO_PEERCRED).
+/// The control socket of a mount or of a Secret Service without one: `lock`, `unlock` (with a
+/// passphrase) and `status`, and the command line's requests, from the mounting user or root
+/// only (SO_PEERCRED).
 ///
 /// Requests are a line: `lock`, `status`, or `unlock N` followed by N passphrase bytes; or
 /// `read N` / `list N` followed by an N-byte item path (`keychainfs exec`, see
-/// ControlServer+Secrets). Replies are a line: `ok ...` or `error STATUS MESSAGE`.
+/// ControlServer+Secrets); or a command line's request (ControlServer+Commands). Replies are a
+/// line: `ok ...` or `error STATUS MESSAGE`.
 final class ControlServer: Sendable {
     let path: String
-    let fileSystem: FileSystem
-    private let mountpoint: String
-    private let vaultPath: String
-    private let idleLockSeconds: Int?
+    let served: ServedVault
     private let listener: Int32
 
-    init(fileSystem: FileSystem, mountpoint: String, vaultPath: String, idleLockSeconds: Int?) throws(CommandFailure) {
-        self.fileSystem = fileSystem
-        self.mountpoint = mountpoint
-        self.vaultPath = vaultPath
-        self.idleLockSeconds = idleLockSeconds
+    init(serving served: ServedVault, at record: RuntimeState.MountRecord) throws(CommandFailure) {
+        self.served = served
         try RuntimeState.ensureDirectory()
-        path = RuntimeState.socketPath(for: mountpoint)
+        path = record.socketPath
         unlink(path)
         listener = try ControlSocket.listen(at: path)
         // On the listener, which connections inherit at connect(): a client may write before the
@@ -82,7 +79,7 @@ final class ControlServer: Sendable {
                 ControlSocket.sendError(connection, error.status, error.message)
             }
         case "lock":
-            fileSystem.lock()
+            served.locking.lock()
             ControlSocket.send(connection, "ok locked")
         case "unlock":
             guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
@@ -113,6 +110,17 @@ final class ControlServer: Sendable {
                 return
             }
             serveSecret(connection, listing: words[0] == "list", pathBytes: count, sender: sender)
+        case "cmd":
+            guard words.count == 3, let verb = ControlRequest(rawValue: words[1]), words[2].allSatisfy(\.isNumber),
+                  let count = Int(words[2]), (0...ControlServer.maximumPayloadBytes).contains(count) else {
+                refuse(connection, .malformedCommand, .usage, "malformed command request")
+                return
+            }
+            guard let sender, sender.uid == peer else {
+                refuse(connection, .unknownWriter, .failure, "permission denied: the request's writer cannot be told")
+                return
+            }
+            serveCommand(connection, verb, payloadBytes: count, sender: sender)
         default:
             refuse(connection, .unknownRequest, .usage, "unknown request")
         }
@@ -129,13 +137,13 @@ final class ControlServer: Sendable {
     private func unlock(with connection: Int32, passphraseBytes count: Int) throws(VaultError) -> Bool {
         var passphrase = try SecureBuffer(capacity: count)
         guard try SecretInput.read(connection, into: &passphrase, exactly: count) else { return false }
-        try fileSystem.unlock(passphrase: passphrase)
+        try served.locking.unlock(passphrase: passphrase)
         return true
     }
 
     func status() -> MountStatus {
-        MountStatus(mountpoint: mountpoint, vault: vaultPath, pid: getpid(), locked: fileSystem.isLocked,
-                    items: try? fileSystem.vault.itemCount(), idleLockSeconds: idleLockSeconds,
-                    idleSeconds: fileSystem.secondsSinceActivity)
+        MountStatus(mountpoint: served.mountpoint, vault: served.shownVault, pid: getpid(), locked: served.locking.isLocked,
+                    items: try? served.vault.itemCount(), idleLockSeconds: served.idleLockSeconds,
+                    idleSeconds: served.idleSeconds())
     }
 }

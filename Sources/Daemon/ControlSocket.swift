@@ -101,7 +101,13 @@ package enum ControlSocket {
     /// Sends a request (and, for unlock, the passphrase bytes) and returns the `ok` payload.
     package static func request(_ mountpoint: String, _ line: String,
                         then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
-        let fd = try connect(to: RuntimeState.socketPath(for: mountpoint))
+        try request(socket: RuntimeState.socketPath(for: mountpoint), line, then: writeMore)
+    }
+
+    /// Sends a request to the daemon listening at `socket`; see `request(_:_:then:)`.
+    package static func request(socket: String, _ line: String,
+                                then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
+        let fd = try connect(to: socket)
         defer { close(fd) }
         // An unlock derives a key (seconds with the sensitive preset); nothing takes longer.
         var timeout = timeval(tv_sec: 120, tv_usec: 0)

@@ -15,6 +15,8 @@ extension DaemonLog {
         case shortPassphrase
         case malformedRead
         case shortPath
+        case malformedCommand
+        case shortPayload
         /// A `read` or `list` whose writer the kernel did not name, or whose bytes came from more than one process.
         case unknownWriter
     }
@@ -83,7 +85,9 @@ extension DaemonLog.Event {
         case .malformedUnlock: "refused a control request: malformed unlock request"
         case .malformedRead: "refused a control request: malformed read or list request"
         case .shortPath: "refused a control request: the read or list request ended before its path, or another process wrote part of it"
-        case .unknownWriter: "refused a control request: the kernel did not name one process as the writer of the read or list request"
+        case .malformedCommand: "refused a control request: malformed command request"
+        case .shortPayload: "refused a control request: the command request ended before its payload, or another process wrote part of it"
+        case .unknownWriter: "refused a control request: the kernel did not name one process as the writer of the request"
         case .shortPassphrase: "refused a control request: the unlock request ended before its passphrase"
         }
         return Self(LOG_WARNING, message)

@@ -95,8 +95,9 @@ package enum MountDaemon {
         // Without its thread, nothing would bound the window: every change is durable at once.
         // A thread that cannot start is logged by HelperThread, with pthread_create's error.
         if let flusher { _ = flusher.start() }
+        let record = RuntimeState.MountRecord(pid: getpid(), mountpoint: mountpoint, vault: vaultPath)
         let fileSystem = FileSystem(vault: vault, gate: gate, flusher: flusher?.isRunning == true ? flusher : nil) {
-            RuntimeState.write(.init(pid: getpid(), mountpoint: mountpoint, vault: vaultPath))
+            RuntimeState.write(record)
             DaemonLog.started(vault: shown, idleLockSeconds: request.idleLockSeconds)
             channel.ready(announcement)
             ServiceManager.notifyReady(status: announcement)
@@ -106,8 +107,11 @@ package enum MountDaemon {
         if let stale = RuntimeState.read(mountpoint: mountpoint), !ProcessTable.isRunning(stale.pid) {
             DaemonLog.staleRecordReplaced(deadPID: stale.pid)
         }
-        let control = try ControlServer(fileSystem: fileSystem, mountpoint: mountpoint, vaultPath: shown,
-                                        idleLockSeconds: request.idleLockSeconds)
+        let control = try ControlServer(serving: ServedVault(vault: vault, gate: gate, locking: fileSystem, mountCache: fileSystem,
+                                                             mountpoint: mountpoint, shownVault: shown,
+                                                             idleLockSeconds: request.idleLockSeconds,
+                                                             idleSeconds: { fileSystem.secondsSinceActivity }),
+                                        at: record)
         // Before the mount: a taken name or a missing bus fails the mount with one line.
         let secretService = request.secretService
             ? try SecretServiceHost(vault: vault, locking: fileSystem, gate: gate,
@@ -134,7 +138,7 @@ package enum MountDaemon {
             fileSystem.groupCommit.stop()
             // Namespace changes of the last window are made durable before the mount goes.
             flusher?.stop()
-            RuntimeState.remove(mountpoint: mountpoint)
+            RuntimeState.remove(record)
             control.stop()
             // A mount that never came up is reported to the caller instead.
             if served { DaemonLog.stopped() }

@@ -2,10 +2,12 @@ import FoundationEssentials
 import Glibc
 import Support
 
-/// What `keychainfs status` reports of a mount: the daemon's reply to `status`, and what
-/// `status --json` prints (one object, or an array of them for every mount).
+/// What `keychainfs status` reports of a mount (or of a Secret Service serving a vault without
+/// one): the daemon's reply to `status`, and what `status --json` prints (one object, or an
+/// array of them for every daemon).
 package struct MountStatus: Codable, Equatable {
-    package let mountpoint: String
+    /// Nil for a Secret Service without a mount.
+    package let mountpoint: String?
     package let vault: String
     package let pid: pid_t
     package let locked: Bool
@@ -39,7 +41,7 @@ package struct MountStatus: Codable, Equatable {
 }
 
 extension MountStatus {
-    package init(mountpoint: String, vault: String, pid: pid_t, locked: Bool, items: Int?, idleLockSeconds: Int?, idleSeconds: Int64) {
+    package init(mountpoint: String?, vault: String, pid: pid_t, locked: Bool, items: Int?, idleLockSeconds: Int?, idleSeconds: Int64) {
         self.init(mountpoint: mountpoint, vault: vault, pid: pid, locked: locked, items: items,
                   idleLockSeconds: idleLockSeconds, idleSeconds: idleSeconds,
                   locksInSeconds: locked ? nil : idleLockSeconds.map { max(0, Int64($0) - idleSeconds) })

@@ -4,8 +4,9 @@ import Support
 import SystemCalls
 import SystemPackage
 
-/// Per-user runtime files of live mounts (`$XDG_RUNTIME_DIR/keychainfs`, `/run/keychainfs`
-/// for root), in a 0700 directory: which daemon serves which mountpoint.
+/// Per-user runtime files of live daemons (`$XDG_RUNTIME_DIR/keychainfs`, `/run/keychainfs`
+/// for root), in a 0700 directory: which daemon serves which mountpoint, or which vault's
+/// Secret Service without a mount, and where its control socket is.
 package enum RuntimeState {
     static var directory: String {
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
@@ -16,24 +17,43 @@ package enum RuntimeState {
 
     package struct MountRecord {
         package let pid: pid_t
-        package let mountpoint: String
+        /// Nil for a Secret Service that serves the vault without a mount.
+        package let mountpoint: String?
         package let vault: String
+
+        package init(pid: pid_t, mountpoint: String?, vault: String) {
+            self.pid = pid
+            self.mountpoint = mountpoint
+            self.vault = vault
+        }
+
+        /// Where its daemon answers `lock`, `unlock`, `status` and the command line's requests.
+        package var socketPath: String {
+            mountpoint.map(RuntimeState.socketPath(for:)) ?? RuntimeState.recordPath(forServiceOf: vault) + ".sock"
+        }
     }
 
     /// The control socket of the daemon serving `mountpoint`.
     package static func socketPath(for mountpoint: String) -> String { recordPath(for: mountpoint) + ".sock" }
 
-    /// Every mount this user has running, by its record.
+    /// Every daemon this user has running, by its record: mounts sorted by mountpoint, then
+    /// Secret Services without a mount.
     package static func allRecords() -> [MountRecord] {
         guard let dir = opendir(directory) else { return [] }
         defer { closedir(dir) }
         var records: [MountRecord] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
-            guard name.hasPrefix("mount-"), !name.contains(".") else { continue }
+            guard name.hasPrefix("mount-") || name.hasPrefix("service-"), !name.contains(".") else { continue }
             if let record = read(path: directory + "/" + name) { records.append(record) }
         }
-        return records.sorted { $0.mountpoint < $1.mountpoint }
+        return records.sorted { ($0.mountpoint ?? "\u{10FFFF}", $0.vault) < ($1.mountpoint ?? "\u{10FFFF}", $1.vault) }
+    }
+
+    /// The live daemon serving the vault at `vaultPath` (absolute): its mount when it has one,
+    /// else its Secret Service.
+    package static func daemon(serving vaultPath: String) -> MountRecord? {
+        allRecords().first { $0.vault == vaultPath && ProcessTable.isRunning($0.pid) }
     }
 
     static func ensureDirectory() throws(CommandFailure) {
@@ -50,20 +70,25 @@ package enum RuntimeState {
     }
 
     /// A stable file name for a mountpoint.
-    private static func recordPath(for mountpoint: String) -> String {
+    private static func recordPath(for mountpoint: String) -> String { directory + "/mount-" + digest(mountpoint) }
+
+    /// A stable file name for the Secret Service of the vault at `vault` (absolute).
+    private static func recordPath(forServiceOf vault: String) -> String { directory + "/service-" + digest(vault) }
+
+    private static func digest(_ text: String) -> String {
         var digest = [UInt8](repeating: 0, count: 12)
-        let bytes = Array(mountpoint.utf8)
+        let bytes = Array(text.utf8)
         crypto_generichash(&digest, digest.count, bytes, UInt64(bytes.count), nil, 0)
-        return directory + "/mount-" + digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 
     static func write(_ record: MountRecord) {
         guard (try? ensureDirectory()) != nil else { return }
-        let path = recordPath(for: record.mountpoint)
+        let path = record.mountpoint.map(recordPath(for:)) ?? recordPath(forServiceOf: record.vault)
         unlink(path + ".tmp")
         let fd = open(path + ".tmp", O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
-        Terminal.writeAll(fd, "\(record.pid)\n\(record.mountpoint)\n\(record.vault)\n")
+        Terminal.writeAll(fd, "\(record.pid)\n\(record.mountpoint ?? "")\n\(record.vault)\n")
         close(fd)
         Glibc.rename(path + ".tmp", path)
     }
@@ -76,10 +101,10 @@ package enum RuntimeState {
         guard let bytes = try? FileDescriptor.contents(of: path), !bytes.isEmpty else { return nil }
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, let pid = pid_t(lines[0]) else { return nil }
-        return MountRecord(pid: pid, mountpoint: String(lines[1]), vault: String(lines[2]))
+        return MountRecord(pid: pid, mountpoint: lines[1].isEmpty ? nil : String(lines[1]), vault: String(lines[2]))
     }
 
-    static func remove(mountpoint: String) {
-        unlink(recordPath(for: mountpoint))
+    static func remove(_ record: MountRecord) {
+        unlink(record.mountpoint.map(recordPath(for:)) ?? recordPath(forServiceOf: record.vault))
     }
 }

@@ -29,9 +29,22 @@ package enum SecretServiceDaemon {
         let accessLog = try AccessLogWriter.started(vault: vault, bounds: request.accessLog)
         defer { accessLog?.stop() }
         let gate = try MountDaemon.accessGate(vault, request: request, mountpoint: "", log: accessLog)
-        let host = try SecretServiceHost(vault: vault, locking: VaultLock(vault: vault, gate: gate), gate: gate,
+        let locking = VaultLock(vault: vault, gate: gate)
+        let host = try SecretServiceHost(vault: vault, locking: locking, gate: gate,
                                          unlockCommand: request.vault.passphraseCommand, mountCache: nil,
                                          replace: request.replaceSecretService)
+        // The command line reaches this vault through the control socket, as it reaches a mount's.
+        let record = RuntimeState.MountRecord(pid: getpid(), mountpoint: nil, vault: vaultPath)
+        let control = try ControlServer(serving: ServedVault(vault: vault, gate: gate, locking: locking, mountCache: nil,
+                                                             mountpoint: nil, shownVault: shown, idleLockSeconds: nil,
+                                                             idleSeconds: { 0 }),
+                                        at: record)
+        defer {
+            RuntimeState.remove(record)
+            control.stop()
+        }
+        control.start()
+        RuntimeState.write(record)
         gate.startRefreshing()
         let waitedFor = ending
         HelperThread.start {

@@ -77,6 +77,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .memberKeyRequired: .wrongPassphrase
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput
         case .rolledBack: .rolledBack
+        case .reported(let status, _): ExitStatus(rawValue: status) ?? .failure
         }
     }
 

@@ -3,6 +3,11 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible {
     public let path: String
     public let reason: String
     public var description: String { "\(path): \(reason)" }
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
 }
 
 extension Vault {

@@ -76,6 +76,8 @@ extension VaultError: CustomStringConvertible {
                 + "slot it could keep); add another member first"
         case .thisDeviceOnlyInTeamVault(let what):
             return what
+        case .reported(_, let message):
+            return message
         case .rolledBack(let path, let found, let newest):
             return "\(path): the vault is at generation \(found), older than generation \(newest), the newest this machine has seen "
                 + "of it (\(SeenGenerations.path)): an older copy of the vault was put back, and every change since is gone. "

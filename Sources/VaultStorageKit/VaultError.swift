@@ -62,4 +62,7 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault is at an older generation than this machine last saw of it at that location
     /// (an older file or dump put back, `SeenGenerations`); `--accept-rollback` opens it.
     case rolledBack(path: String, found: Int64, newest: Int64)
+    /// A failure a daemon serving the vault reported to the command line that asked it: its
+    /// exit status and message, as the daemon's own error mapped them.
+    case reported(status: Int32, message: String)
 }

@@ -1,3 +1,4 @@
+import Daemon
 import CSodium
 import Glibc
 import SystemCalls

@@ -31,15 +31,15 @@ struct AttributeCommand: ParsableCommand {
             let target = try VaultPath(path)
             if let removing {
                 let name = try AttributeName(removing)
-                try vault.openVault().removeAttribute(name, at: target)
+                try vault.session().removeAttribute(name, at: target)
             } else if let attribute, attribute.utf8.contains(UInt8(ascii: "=")) {
                 let parsed = try AttributeArgument.parse(attribute)
-                try vault.openVault().setAttribute(parsed.name, to: parsed.value, at: target)
+                try vault.session().setAttribute(parsed.name, to: parsed.value, at: target)
             } else if let attribute {
-                let value = try vault.openVault().attribute(try AttributeName(attribute), at: target)
+                let value = try vault.session().attribute(try AttributeName(attribute), at: target)
                 guard value.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else { throw .storageFailure("cannot write to standard output") }
             } else {
-                let attributes = try vault.openVault().attributes(at: target)
+                let attributes = try vault.session().attributes(at: target)
                 if json {
                     try JSONOutput.write(ItemJSON(path: target.description, attributes: JSONOutput.attributes(attributes)))
                 } else {

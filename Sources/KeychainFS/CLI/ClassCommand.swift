@@ -43,31 +43,31 @@ struct ClassCommand: ParsableCommand {
             let target = try VaultPath(path)
             var chosen: AccessibilityClass? = nil
             if let newClass, newClass != ClassCommand.inherit { chosen = try AccessibilityClass(name: newClass) }
-            let opened = try vault.openVault()
+            // A change of class proves the owner: the passphrase, never a running daemon.
             if newClass != nil {
-                try opened.setClass(chosen, at: target)
+                try vault.openVault().setClass(chosen, at: target)
                 return
             }
-            let node = try opened.node(at: target)
+            let (node, effectiveDefault) = try vault.session().summary(at: target)
             if json {
                 var output = JSON(path: target.description, kind: node.kind == .item ? "item" : "dictionary")
                 if node.kind == .item {
-                    output.class = node.attributes.accessibility.description
+                    output.class = node.accessibility.description
                 } else {
-                    output.defaultClass = .some(node.attributes.defaultClass?.description)
-                    output.effectiveDefaultClass = try opened.effectiveDefaultClass(at: target).description
+                    output.defaultClass = .some(node.defaultClass?.description)
+                    output.effectiveDefaultClass = effectiveDefault?.description
                 }
                 try JSONOutput.write(output)
                 return
             }
             switch node.kind {
             case .item:
-                Terminal.writeAll(1, node.attributes.accessibility.description + "\n")
+                Terminal.writeAll(1, node.accessibility.description + "\n")
             case .dictionary:
-                if let own = node.attributes.defaultClass {
+                if let own = node.defaultClass {
                     Terminal.writeAll(1, own.description + "\n")
                 } else {
-                    Terminal.writeAll(1, "\(ClassCommand.inherit) (new items get \(try opened.effectiveDefaultClass(at: target)))\n")
+                    Terminal.writeAll(1, "\(ClassCommand.inherit) (new items get \(effectiveDefault ?? .whenUnlocked))\n")
                 }
             }
         }

@@ -131,10 +131,10 @@ struct Exec: ParsableCommand {
     /// else from the vault opened with the passphrase.
     private func gather() throws(CommandFailure) -> ExecSecrets {
         let vaultPath = Mountpoint.absolute(vault.resolvedVaultPath)
-        if let mountpoint = SecretSource.mountpoint(serving: vaultPath) {
+        if let daemon = RuntimeState.daemon(serving: vaultPath) {
             ProcessHardening.allowInspectionWithoutKeys()
             do throws(CommandFailure) {
-                return try gather(from: .mount(mountpoint: mountpoint))
+                return try gather(from: .daemon(socket: daemon.socketPath))
             } catch let error where error.status == .vaultBusy {
                 // Locked: the passphrase opens the vault file itself, as for any other command.
             }

@@ -29,14 +29,14 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
-            let opened = try vault.openVault()
+            let opened = try vault.session()
             let passphrase = try SecretInput.passphrase(file: archivePassphraseFile, command: nil,
                                                         prompt: "Archive passphrase: ", confirm: true)
             var writer = try ArchiveWriter(creating: archive, passphrase: passphrase, parameters: kdf.parameters)
             var bar: ProgressBar? = nil
             var done = 0
             let skipped = try opened.exportEntries(excluding: [.thisDeviceOnly]) { (entry, total) throws(VaultError) in
-                if bar == nil { bar = ProgressBar("export", total: total) }
+                if bar == nil, let total { bar = ProgressBar("export", total: total) }
                 try writer.append(entry)
                 done += 1
                 bar?.update(done)

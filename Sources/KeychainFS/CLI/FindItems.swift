@@ -21,16 +21,11 @@ struct FindItems: ParsableCommand {
         var matched = false
         try reportingErrors { () throws(VaultError) in
             let wanted = try AttributeArgument.parse(pairs)
-            let opened = try vault.openVault()
-            let found = try opened.find(wanted)
+            let found = try vault.session().find(wanted, withAttributes: json)
             if json {
-                var items: [ItemJSON] = []
-                for path in found {
-                    items.append(ItemJSON(path: path.description, attributes: JSONOutput.attributes(try opened.attributes(at: path))))
-                }
-                try JSONOutput.write(items)
+                try JSONOutput.write(found.map { ItemJSON(path: $0.path.description, attributes: JSONOutput.attributes($0.attributes)) })
             } else if !found.isEmpty {
-                Terminal.writeAll(1, found.map { Terminal.printable($0.description) + "\n" }.joined())
+                Terminal.writeAll(1, found.map { Terminal.printable($0.path.description) + "\n" }.joined())
             }
             matched = !found.isEmpty
         }

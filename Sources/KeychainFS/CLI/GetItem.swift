@@ -12,15 +12,15 @@ struct GetItem: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let itemPath = try VaultPath(path)
-            let opened = try vault.openVault()
+            let opened = try vault.session()
             let content = try opened.read(itemPath)
             if json {
                 let text = JSONOutput.text(content)
                 try JSONOutput.write(ItemJSON(path: itemPath.description, value: text ?? JSONOutput.base64(content),
                                               encoding: text == nil ? "base64" : "utf-8",
                                               attributes: JSONOutput.attributes(try opened.attributes(at: itemPath)),
-                                              class: try opened.node(at: itemPath).attributes.accessibility.description,
-                                              label: JSONOutput.label(try opened.property(.label, at: itemPath))))
+                                              class: try opened.summary(at: itemPath).node.accessibility.description,
+                                              label: JSONOutput.label(try opened.label(at: itemPath))))
                 return
             }
             guard content.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else {

@@ -1,3 +1,4 @@
+import Daemon
 import FoundationEssentials
 import Glibc
 import Support
@@ -110,15 +111,15 @@ struct EntryJSON: Encodable {
     /// The entry's label, when it has one.
     let label: AttributeValue?
 
-    init(_ entry: DirectoryEntry, attributes: [String: AttributeValue], label: AttributeValue?) {
+    init(_ entry: EntrySummary, attributes: [String: AttributeValue], label: AttributeValue?) {
         let node = entry.node
         name = entry.name.description
         kind = node.kind == .dictionary ? "dictionary" : "item"
-        size = node.attributes.size
-        modified = JSONOutput.utcTime(node.attributes.modified)
+        size = node.size
+        modified = JSONOutput.utcTime(node.modified)
         self.attributes = attributes
-        `class` = node.kind == .item ? node.attributes.accessibility.description : nil
-        defaultClass = node.attributes.defaultClass?.description
+        `class` = node.kind == .item ? node.accessibility.description : nil
+        defaultClass = node.defaultClass?.description
         self.label = label
     }
 }

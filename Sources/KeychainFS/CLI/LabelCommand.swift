@@ -45,15 +45,15 @@ struct LabelCommand: ParsableCommand {
         try reportingErrors { () throws(VaultError) in
             let target = try VaultPath(path)
             if clear {
-                try vault.openVault().setProperty(.label, to: nil, at: target)
+                try vault.session().setLabel(nil, at: target)
             } else if let label {
                 var value = try SecureBuffer(capacity: label.utf8.count)
                 Array(label.utf8).withUnsafeBytes { raw in try! value.append(raw) }  // fits: the capacity is its count
-                try vault.openVault().setProperty(.label, to: consume value, at: target)
+                try vault.session().setLabel(consume value, at: target)
             } else if json {
-                try JSONOutput.write(JSON(path: target.description, label: JSONOutput.label(try vault.openVault().property(.label, at: target))))
+                try JSONOutput.write(JSON(path: target.description, label: JSONOutput.label(try vault.session().label(at: target))))
             } else {
-                guard let value = try vault.openVault().property(.label, at: target) else {
+                guard let value = try vault.session().label(at: target) else {
                     throw .noSuchAttribute("\(target), label")
                 }
                 guard value.withUnsafeBytes({ Terminal.writeAll(1, $0) }) else { throw .storageFailure("cannot write to standard output") }

@@ -14,14 +14,11 @@ struct List: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let dictionaryPath = try VaultPath(path)
-            let opened = try vault.openVault()
-            let entries = try opened.list(dictionaryPath)
+            let entries = try vault.session().list(dictionaryPath, details: json)
             if json {
                 var objects: [EntryJSON] = []
                 for entry in entries {
-                    let entryPath = dictionaryPath.appending(entry.name)
-                    objects.append(EntryJSON(entry, attributes: JSONOutput.attributes(try opened.attributes(at: entryPath)),
-                                             label: JSONOutput.label(try opened.property(.label, at: entryPath))))
+                    objects.append(EntryJSON(entry, attributes: JSONOutput.attributes(entry.attributes), label: JSONOutput.label(entry.label)))
                 }
                 try JSONOutput.write(objects)
                 return
@@ -30,9 +27,9 @@ struct List: ParsableCommand {
             for entry in entries {
                 let name = Terminal.printable(entry.name.description) + (entry.node.kind == .dictionary ? "/" : "")
                 if long {
-                    let size = entry.node.kind == .dictionary ? "-" : String(entry.node.attributes.size)
+                    let size = entry.node.kind == .dictionary ? "-" : String(entry.node.size)
                     output += String(repeating: " ", count: max(0, 9 - size.count)) + size + "  "
-                        + List.format(entry.node.attributes.modified) + "  " + name + "\n"
+                        + List.format(entry.node.modified) + "  " + name + "\n"
                 } else {
                     output += name + "\n"
                 }

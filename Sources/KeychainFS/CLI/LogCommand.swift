@@ -31,10 +31,10 @@ struct LogCommand: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let filter = try path.map { (text) throws(VaultError) in try VaultPath(text) }
-            let opened = try vault.openVault()
+            let opened = try vault.session()
             let start = since.flatMap(LockTriggers.parseDuration).map { Timestamp.now().seconds - Int64($0) }
             if follow { LogCommand.catchInterrupts() }
-            var reading = try opened.accessLog(since: start)
+            var reading = try opened.accessLog(since: start, afterSequence: nil)
             var shown = reading.entries.filter { keeps($0, filter) }
             if json && !follow {
                 try JSONOutput.write(shown.map(AccessLogEntryJSON.init))
@@ -43,16 +43,20 @@ struct LogCommand: ParsableCommand {
             }
             try checked(reading)
             guard follow else { return }
-            var stamp = try opened.changeStamp()
+            // The file's change stamp says when to look again; through a daemon, every pause does.
+            let direct = opened as? Vault
+            var stamp = try direct?.changeStamp()
             var last = reading.lastSequence
             while !LogCommand.interrupted.load(ordering: .relaxed) {
                 var pause = timespec(tv_sec: 0, tv_nsec: 200_000_000)
                 nanosleep(&pause, nil)  // a signal ends it early
-                let now = try opened.changeStamp()
-                guard now != stamp else { continue }
-                stamp = now
+                if let direct {
+                    let now = try direct.changeStamp()
+                    guard now != stamp else { continue }
+                    stamp = now
+                }
                 // The newest batches only: each batch is printed once, as it is committed.
-                reading = try opened.accessLog(afterSequence: last ?? 0)
+                reading = try opened.accessLog(since: nil, afterSequence: last ?? 0)
                 last = reading.lastSequence
                 shown = reading.entries.filter { keeps($0, filter) }
                 try print(shown)

@@ -11,7 +11,7 @@ struct MakeDictionary: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let target = try VaultPath(path)
-            try vault.openVault().makeDictionary(at: target, withIntermediates: parents)
+            try vault.session().createDictionary(at: target, withIntermediates: parents)
         }
     }
 }

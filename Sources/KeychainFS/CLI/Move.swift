@@ -14,7 +14,7 @@ struct Move: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let from = try VaultPath(source), to = try VaultPath(destination)
-            try vault.openVault().move(from, to: to)
+            try vault.session().move(from, to: to)
         }
     }
 }

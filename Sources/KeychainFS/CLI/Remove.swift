@@ -11,7 +11,7 @@ struct Remove: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let target = try VaultPath(path)
-            try vault.openVault().remove(target, recursive: recursive)
+            try vault.session().remove(target, recursive: recursive)
         }
     }
 }

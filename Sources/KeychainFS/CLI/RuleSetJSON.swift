@@ -1,4 +1,4 @@
-import VaultCore
+import Daemon
 
 /// One rule set of `rules --json`: the ruled path and its rules.
 struct RuleSetJSON: Encodable {
@@ -17,14 +17,12 @@ struct RuleSetJSON: Encodable {
         /// which a rewrite in place does not change (`allow` again records them).
         var fileRecorded: Bool?
 
-        init(_ rule: AccessRule) {
-            switch rule.principal {
-            case .executable(let path, _, _, let fingerprint):
-                exe = path
-                fileChanged = rule.principal.fileChanged
-                fileRecorded = fingerprint != nil
-            case .unit(let name):
-                unit = name
+        init(_ rule: RuleSummary) {
+            exe = rule.executable
+            unit = rule.unit
+            if rule.executable != nil {
+                fileChanged = rule.fileChanged
+                fileRecorded = rule.fileRecorded
             }
             readOnly = rule.readOnly
             confirm = rule.confirm

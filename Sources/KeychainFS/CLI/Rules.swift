@@ -23,17 +23,17 @@ struct Rules: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
-            let sets = try vault.openVault().ruleSets(at: try VaultPath(path))
+            let sets = try vault.session().ruleSummaries(at: try VaultPath(path))
             if json {
-                try JSONOutput.write(sets.map { RuleSetJSON(path: $0.path.description, rules: $0.ruleSet.rules.map(RuleSetJSON.Rule.init)) })
+                try JSONOutput.write(sets.map { RuleSetJSON(path: $0.path.description, rules: $0.rules.map(RuleSetJSON.Rule.init)) })
                 return
             }
             var output = ""
-            for (ruled, set) in sets {
+            for (ruled, rules) in sets {
                 output += Terminal.printable(ruled.description) + "\n"
-                for rule in set.rules {
-                    output += "    " + Terminal.printable(rule.description) + (rule.principal.fileChanged ? "  " + Rules.replacedNote : "")
-                        + (rule.principal.lacksFingerprint ? "  " + Rules.unrecordedNote : "") + "\n"
+                for rule in rules {
+                    output += "    " + Terminal.printable(rule.text) + (rule.fileChanged ? "  " + Rules.replacedNote : "")
+                        + (rule.executable != nil && !rule.fileRecorded ? "  " + Rules.unrecordedNote : "") + "\n"
                 }
             }
             Terminal.writeAll(1, output)

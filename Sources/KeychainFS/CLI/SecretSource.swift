@@ -3,24 +3,18 @@ import Glibc
 import Support
 import VaultCore
 
-/// Where `keychainfs exec` reads secrets: the daemon of a running mount of the vault, over
-/// its control socket (no passphrase; the access rules judge this process, as they judge any
+/// Where `keychainfs exec` reads secrets: the daemon of a running mount (or secret-service) of
+/// the vault, over its control socket (no passphrase; the access rules judge this process, as they judge any
 /// process reading under the mountpoint), or the vault itself, opened with the passphrase.
 enum SecretSource {
-    case mount(mountpoint: String)
+    case daemon(socket: String)
     case vault(Vault)
-
-    /// The mountpoint of a running mount of the vault at `vaultPath` (absolute), by the
-    /// runtime records of this user's mounts.
-    static func mountpoint(serving vaultPath: String) -> String? {
-        RuntimeState.allRecords().first { $0.vault == vaultPath && ProcessTable.isRunning($0.pid) }?.mountpoint
-    }
 
     /// The item's bytes, in locked memory.
     func read(_ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
         switch self {
-        case .mount(let mountpoint):
-            return try SecretSource.ask(mountpoint, "read", path)
+        case .daemon(let socket):
+            return try SecretSource.ask(socket, "read", path)
         case .vault(let vault):
             do throws(VaultError) {
                 return try vault.read(path)
@@ -33,8 +27,8 @@ enum SecretSource {
     /// The items (not dictionaries) directly in the dictionary at `path`, by name.
     func itemNames(in path: VaultPath) throws(CommandFailure) -> [ItemName] {
         switch self {
-        case .mount(let mountpoint):
-            let names = try SecretSource.ask(mountpoint, "list", path)
+        case .daemon(let socket):
+            let names = try SecretSource.ask(socket, "list", path)
             return try CommandFailure.vault { () throws(VaultError) in
                 try names.withUnsafeBytes { (bytes) throws(VaultError) in
                     try bytes.split(separator: 0).map { (name) throws(VaultError) in try ItemName(bytes: name) }
@@ -49,8 +43,8 @@ enum SecretSource {
 
     /// One `read` or `list` request; the path goes as bytes after the request line, the
     /// answer's bytes straight into locked memory.
-    private static func ask(_ mountpoint: String, _ verb: String, _ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
-        let fd = try ControlSocket.connect(to: RuntimeState.socketPath(for: mountpoint))
+    private static func ask(_ socket: String, _ verb: String, _ path: VaultPath) throws(CommandFailure) -> SecureBuffer {
+        let fd = try ControlSocket.connect(to: socket)
         defer { close(fd) }
         // A `--confirm` rule may keep the answer waiting for the user (30 s by default).
         var timeout = timeval(tv_sec: 120, tv_usec: 0)

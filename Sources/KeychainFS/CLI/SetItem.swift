@@ -28,16 +28,24 @@ struct SetItem: ParsableCommand {
             let itemPath = try VaultPath(path)
             let itemAttributes = try AttributeArgument.parse(attributes)
             let itemClass = try accessibility.map { (name) throws(VaultError) in try AccessibilityClass(name: name) }
-            let opened = try vault.openVault()
+            // A class given changes the item's class, which proves the owner: the passphrase.
+            let direct = itemClass == nil ? nil : try vault.openVault()
+            let opened: any VaultSession
+            if let direct { opened = direct } else { opened = try vault.session() }
+            let limit = try opened.itemSizeLimit()
             var content = try SecureBuffer(capacity: 0)
             if var value {
                 try content.reserve(value.utf8.count)
                 value.withUTF8 { bytes in try! content.append(UnsafeRawBufferPointer(bytes)) }  // fits: reserved above
-            } else if try SecretInput.read(0, into: &content, limit: opened.itemSizeLimit) == .overLimit {
+            } else if try SecretInput.read(0, into: &content, limit: limit) == .overLimit {
                 let size = content.count + (try drainCount(0))
-                throw .itemTooLarge(size: size, limit: opened.itemSizeLimit)
+                throw .itemTooLarge(size: size, limit: limit)
             }
-            try opened.store(content, at: itemPath, attributes: itemAttributes, accessibility: itemClass)
+            if let direct {
+                try direct.store(content, at: itemPath, attributes: itemAttributes, accessibility: itemClass)
+            } else {
+                try opened.store(content, at: itemPath, attributes: itemAttributes)
+            }
         }
     }
 

@@ -4,7 +4,7 @@ import Support
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show a mount's state (or every mount of yours): vault, locked or not, items, idle lock, daemon."
+        abstract: "Show a mount's state (or every mount and secret-service of yours): vault, locked or not, items, idle lock, daemon."
     )
 
     @Flag(help: "Print JSON (an object for one mountpoint, an array for all).") var json = false
@@ -13,12 +13,12 @@ struct Status: ParsableCommand {
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
             if let mountpoint {
-                let status = try Status.ask(Mountpoint.resolved(mountpoint))
+                let status = try Status.ask(socket: RuntimeState.socketPath(for: Mountpoint.resolved(mountpoint)))
                 Terminal.writeAll(1, (json ? try MountStatus.json(status) : Status.describe(status)) + "\n")
                 return
             }
             // A record whose daemon is gone (killed) answers nothing: it is not a mount.
-            let statuses = RuntimeState.allRecords().compactMap { try? Status.ask($0.mountpoint) }
+            let statuses = RuntimeState.allRecords().compactMap { try? Status.ask(socket: $0.socketPath) }
             if json {
                 Terminal.writeAll(1, try MountStatus.json(statuses) + "\n")
             } else {
@@ -27,8 +27,8 @@ struct Status: ParsableCommand {
         }
     }
 
-    private static func ask(_ mountpoint: String) throws(CommandFailure) -> MountStatus {
-        try MountStatus(reply: ControlSocket.request(mountpoint, "status"))
+    private static func ask(socket: String) throws(CommandFailure) -> MountStatus {
+        try MountStatus(reply: ControlSocket.request(socket: socket, "status"))
     }
 
     static func describe(_ status: MountStatus) -> String {
@@ -36,7 +36,7 @@ struct Status: ParsableCommand {
             "after \(seconds) s without access" + (status.locksInSeconds.map { " (locks in \($0) s)" } ?? "")
         } ?? "off"
         return """
-            \(Terminal.printable(status.mountpoint))
+            \(status.mountpoint.map(Terminal.printable) ?? "(secret-service, no mount)")
               vault:     \(Terminal.printable(status.vault))
               state:     \(status.locked ? "locked" : "unlocked")
               items:     \(status.items.map(String.init) ?? "unknown")

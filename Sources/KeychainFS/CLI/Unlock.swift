@@ -4,19 +4,21 @@ import Support
 import VaultCore
 
 struct Unlock: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Unlock a locked mount with the passphrase.")
+    static let configuration = CommandConfiguration(
+        abstract: "Unlock a locked mount (or the vault a secret-service serves) with the passphrase.",
+        discussion: "An unlocked one stays unlocked (the passphrase is still checked). Exits with status \(ExitStatus.mountFailure.rawValue) when no daemon serves the vault."
+    )
 
     @OptionGroup var secret: PassphraseOptions
-    @Argument(help: "The mountpoint.") var mountpoint: String
+    @Option(name: .customLong("vault"), help: "Unlock the daemon serving this vault (default: the mountpoint's; without one, the default vault's).")
+    var vaultPath: String?
+    @Argument(help: "The mountpoint.") var mountpoint: String?
 
     func run() throws {
         try reportingFailures { () throws(CommandFailure) in
-            let path = Mountpoint.resolved(mountpoint)
-            guard RuntimeState.read(mountpoint: path) != nil else {
-                throw CommandFailure(message: "\(mountpoint) is not a keychainfs mount", status: .mountFailure)
-            }
+            let record = try RunningDaemon.record(mountpoint: mountpoint, vault: vaultPath)
             let passphrase = try Unlock.passphrase(secret)
-            _ = try ControlSocket.request(path, "unlock \(passphrase.count)") { fd in
+            _ = try ControlSocket.request(socket: record.socketPath, "unlock \(passphrase.count)") { fd in
                 _ = passphrase.withUnsafeBytes { Terminal.writeAll(fd, $0) }
             }
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Daemon
 import Glibc
+import Support
 import VaultCore
 
 /// Where the vault is and how to get its passphrase; shared by every subcommand.
@@ -33,8 +34,10 @@ struct VaultOptions: ParsableArguments {
         }
     }
 
-    var resolvedVaultPath: String {
-        if let vaultPath { return vaultPath }
+    var resolvedVaultPath: String { vaultPath ?? VaultOptions.defaultVaultPath() }
+
+    /// $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault, else under ~/.local/share.
+    static func defaultVaultPath() -> String {
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         if let path = env("KEYCHAINFS_VAULT") { return path }
         if let data = env("XDG_DATA_HOME") { return data + "/keychainfs/default.vault" }
@@ -65,6 +68,24 @@ struct VaultOptions: ParsableArguments {
 }
 
 extension VaultOptions {
+    /// Whether the command line says how to open the vault itself (a passphrase option, a
+    /// member key, --accept-rollback): then it is opened directly, daemon or not.
+    var opensVaultItself: Bool {
+        secret.passphraseFile != nil || secret.passphraseCommand != nil || resolvedMemberKeyPath != nil || acceptRollback
+    }
+
+    /// The daemon of a running mount or secret-service of the vault, when one serves it and
+    /// nothing asks to open the vault itself; else the vault, opened with the passphrase.
+    func session() throws(VaultError) -> any VaultSession {
+        if !opensVaultItself, let daemon = RuntimeState.daemon(serving: Mountpoint.absolute(resolvedVaultPath)) {
+            // So that a daemon of a user other than root can read /proc/PID/exe and judge this
+            // process by its rules (see ProcessHardening): this process holds no key.
+            ProcessHardening.allowInspectionWithoutKeys()
+            return DaemonSession(socket: daemon.socketPath)
+        }
+        return try openVault()
+    }
+
     /// The vault as a mount's request names it: every path from the root, for a daemon that
     /// leaves the launch directory.
     var source: MountRequest.VaultSource {

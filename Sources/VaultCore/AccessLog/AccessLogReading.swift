@@ -6,4 +6,10 @@ public struct AccessLogReading: Sendable {
     /// The newest batch read (or, when none was, the `afterSequence` asked for): what a reader
     /// that follows the log asks after next.
     public let lastSequence: Int64?
+
+    public init(entries: [AccessLogEntry], problems: [IntegrityProblem], lastSequence: Int64?) {
+        self.entries = entries
+        self.problems = problems
+        self.lastSequence = lastSequence
+    }
 }

@@ -14,15 +14,15 @@ import VaultCore
 ///     attributes: u32 count, then each u16 name length + name + u32 value length + value
 ///     rules:      u16 count, then each u8 kind (1 exe, 2 unit) + u16 length + UTF-8 + u8 flags (1 read-only, 2 confirm)
 ///     content:    u32 length + bytes
-enum ArchiveRecord {
-    static let dictionaryType: UInt8 = 1
-    static let itemType: UInt8 = 2
-    static let endType: UInt8 = 3
+package enum ArchiveRecord {
+    package static let dictionaryType: UInt8 = 1
+    package static let itemType: UInt8 = 2
+    package static let endType: UInt8 = 3
     private static let noClass: UInt8 = 0xFF
 
     // MARK: writing
 
-    static func encode(_ entry: PortableEntry, into buffer: inout SecureBuffer) throws(VaultError) {
+    package static func encode(_ entry: PortableEntry, into buffer: inout SecureBuffer) throws(VaultError) {
         buffer.setCount(0)
         try put(entry.kind == .item ? itemType : dictionaryType, &buffer)
         try put(UInt16(entry.path.components.count), &buffer)
@@ -55,7 +55,7 @@ enum ArchiveRecord {
         }
     }
 
-    static func encodeEnd(count: Int, into buffer: inout SecureBuffer) throws(VaultError) {
+    package static func encodeEnd(count: Int, into buffer: inout SecureBuffer) throws(VaultError) {
         buffer.setCount(0)
         try put(endType, &buffer)
         try put(UInt64(count), &buffer)
@@ -90,12 +90,12 @@ enum ArchiveRecord {
     // MARK: reading
 
     /// What one message held.
-    enum Decoded {
+    package enum Decoded {
         case entry(PortableEntry)
         case end(count: Int)
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(VaultError) -> Decoded {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(VaultError) -> Decoded {
         var reader = Reader(bytes: bytes)
         let type = try reader.integer(UInt8.self)
         if type == endType {
@@ -156,7 +156,7 @@ enum ArchiveRecord {
         }
     }
 
-    static func malformed(_ detail: String) -> VaultError {
+    package static func malformed(_ detail: String) -> VaultError {
         .invalidArgument("the archive is damaged or was changed (\(detail)); nothing was imported")
     }
 
