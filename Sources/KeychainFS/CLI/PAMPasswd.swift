@@ -5,7 +5,7 @@ import VaultCore
 
 /// `keychainfs pam-passwd --user NAME`: what pam_keychainfs.so runs once a login password
 /// changed, the old password on standard input and the new one on fd 3. Rewraps the vault's
-/// key (`keychainfs passwd`) when the old password opens it; a vault with another passphrase
+/// key (as `keychainfs passwd` does) when the old password opens it; a vault with another passphrase
 /// is left as it was (exit 2, one line).
 struct PAMPasswd: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pam-passwd", shouldDisplay: false)
@@ -20,18 +20,20 @@ struct PAMPasswd: ParsableCommand {
             let vaultPath = login.vault(vault)
             guard login.hasVault(vaultPath) else { return }
             let shown = Terminal.printable(vaultPath)
-            // Both passwords stay in the pipes the module wrote them to: `passwd` reads them there.
-            let changed = Subprocess.run(login.program, ["passwd", "--vault", vaultPath, "--passphrase-file", "-",
-                                                         "--new-passphrase-file", "/dev/fd/3"], standardInput: 0)
-            switch changed.status {
-            case ExitStatus.success.rawValue:
+            // In this process: a keychainfs is not dumpable, so a child could not open /dev/fd/3.
+            do throws(VaultError) {
+                let old = try PAMSession.password(from: 0)
+                let new = try PAMSession.password(from: 3)
+                guard old.count > 0, new.count > 0 else { return }
+                let vault = try Vault.open(at: vaultPath, passphrase: old, acceptingRollback: false)
+                try vault.changePassphrase(to: new, kdf: nil)
                 Terminal.printError("the passphrase of \(shown) follows \(user)'s new login password")
-            case ExitStatus.wrongPassphrase.rawValue:
+            } catch .wrongPassphrase {
                 throw CommandFailure(message: "\(shown): its passphrase is not the old login password; left as it was",
                                      status: .wrongPassphrase)
-            default:
-                throw CommandFailure(message: "cannot change the passphrase of \(shown): "
-                    + PAMSession.oneLine(changed.errorOutput), status: .failure)
+            } catch {
+                throw CommandFailure(message: "cannot change the passphrase of \(shown): \(error.description)",
+                                     status: ExitStatus.code(for: error))
             }
         }
     }
