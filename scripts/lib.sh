@@ -26,4 +26,14 @@ install_packages() {
     fi
 }
 
-BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev libpq-dev)
+BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev libpq-dev libpam0g-dev)
+
+# Builds pam_keychainfs.so (configuration: debug or release) and installs it where this
+# machine's PAM modules are (beside pam_unix.so: /lib/x86_64-linux-gnu/security on Debian).
+install_pam_module() {
+    local configuration=$1 directory
+    swift build -c "$configuration" --product pam_keychainfs
+    directory=$(dirname "$(find /lib /usr/lib /lib64 /usr/lib64 -name pam_unix.so -path '*/security/*' 2>/dev/null | head -n 1)")
+    if [ "$directory" = . ]; then echo "no PAM module directory (pam_unix.so) found" >&2; return 1; fi
+    as_root install -m 0644 "$(swift build -c "$configuration" --show-bin-path)/libpam_keychainfs.so" "$directory/pam_keychainfs.so"
+}
