@@ -7,9 +7,11 @@ import Testing
 /// Completions, the man page and the version come from the commands' own definitions; every
 /// command that prints data can print JSON.
 @Suite struct CommandLineDocsTests {
-    /// Every subcommand's name, nested ones too (`import` and its `pass`, `dotenv`, ...).
+    /// Every subcommand's name, nested ones too (`import` and its `pass`, `dotenv`, ...); not the
+    /// hidden ones (`pam-session`, `pam-passwd`: what the PAM module runs, not for people).
     private func subcommandNames(of command: any ParsableCommand.Type = KeychainFSCommand.self) -> [String] {
-        command.configuration.subcommands.flatMap { [$0._commandName] + subcommandNames(of: $0) }
+        command.configuration.subcommands.filter { $0.configuration.shouldDisplay }
+            .flatMap { [$0._commandName] + subcommandNames(of: $0) }
     }
 
     @Test func theVersionIsTheConstant() throws {
