@@ -86,7 +86,13 @@ struct KeychainFSChild {
             secretPipes[index][1] = -1
         }
         signal(SIGPIPE, ignoredPipe)
-        let message = readMessage(errorPipe[0])
+        guard let message = readMessage(errorPipe[0]) else {
+            // A login waits for nothing longer than this: the child is stopped and the keychain left as it is.
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return log(failure: "keychainfs \(arguments[0]) did not finish within \(Self.timeLimit) s; stopped")
+        }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
@@ -110,11 +116,25 @@ struct KeychainFSChild {
         PAMHandle.log(handle, LOG_ERR, failure)
     }
 
-    /// The child's stderr up to its end, at most a few lines' worth, as one line.
-    private func readMessage(_ fd: Int32) -> String {
+    /// How long a login or password change waits for the child, in seconds: an Argon2id or two and a mount.
+    static let timeLimit = 30
+
+    /// The child's stderr up to its end, at most a few lines' worth, as one line; nil when it
+    /// has not ended within the time limit.
+    private func readMessage(_ fd: Int32) -> String? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1024)
+        var start = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
         while true {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let left = Self.timeLimit * 1000 - (now.tv_sec - start.tv_sec) * 1000 - (now.tv_nsec - start.tv_nsec) / 1_000_000
+            guard left > 0 else { return nil }
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Int32(left))
+            if polled < 0 && errno == EINTR { continue }
+            guard polled > 0 else { return polled == 0 ? nil : "" }
             let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { break }

@@ -19,8 +19,13 @@ final class PAMLogin {
     let log: String
     var vault: String { home + "/.local/share/keychainfs/default.vault" }
 
-    /// `moduleArguments`: more arguments on the module's lines (`mount=~/secrets`).
-    init(moduleArguments: String = "") throws {
+    /// What the module passed its program, with `recording`: each run's arguments and environment.
+    var recorded: String { procText(scratch + "/recorded") }
+
+    /// `moduleArguments`: more arguments on the module's lines (`mount=~/secrets`). `recording`:
+    /// the module runs a script of root's that writes down its arguments and environment, then
+    /// execs keychainfs.
+    init(moduleArguments: String = "", recording: Bool = false) throws {
         if getpwnam(PAMLogin.userName) == nil {
             let made = try KeychainFSTests.run("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/bin/sh", PAMLogin.userName])
             guard made.status == 0 || getpwnam(PAMLogin.userName) != nil else { throw FixtureError("useradd: \(made.stderr)") }
@@ -43,7 +48,14 @@ final class PAMLogin {
         guard set.status == 0 else { throw FixtureError("chpasswd: \(set.stderr)") }
         service = "keychainfs-test-" + UUID().uuidString.prefix(8).lowercased()
         let module = ProcessInfo.processInfo.environment["KEYCHAINFS_TEST_PAM_MODULE"] ?? keychainfsBuildDirectory + "/libpam_keychainfs.so"
-        let ours = "\(module) keychainfs=\(keychainfsBinary) \(moduleArguments)"
+        var program = keychainfsBinary
+        if recording {
+            program = scratch + "/recording-keychainfs"
+            try "#!/bin/sh\n{ printf '%s\\n' \"$0\" \"$@\"; env; } >> \(scratch)/recorded\nexec \(keychainfsBinary) \"$@\"\n"
+                .write(toFile: program, atomically: true, encoding: .utf8)
+            chmod(program, 0o755)
+        }
+        let ours = "\(module) keychainfs=\(program) \(moduleArguments)"
         let lines = """
             auth required pam_unix.so nodelay
             auth optional \(ours)

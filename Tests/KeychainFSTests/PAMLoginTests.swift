@@ -95,19 +95,22 @@ struct PAMLoginTests {
         #expect(f.moduleLogLines.isEmpty, "\(f.moduleLogLines)")
     }
 
+    /// While the vault is mounted (and locked) too: the next login unlocks it with the new password.
     @Test func aPasswordChangeKeepsTheVaultsPassphraseInStep() throws {
         let f = try PAMLogin()
         let result = try f.run(Self.steps + #"""
             makeVault "$PASSWORD"
-            asuser "$KFS" unmount mnt
+            lockVault
             printf '%s\n%s\n%s\n' "$PASSWORD" "$NEW" "$NEW" | pamtester "$SERVICE" "$U" 'chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)'
-            printf '%s\n' "$NEW" | pamtester "$SERVICE" "$U" authenticate
+            login "$NEW"
+            asuser cat mnt/item >/dev/null || { echo "the next login did not unlock the running mount"; exit 1; }
             opens "$NEW" || { echo "the new password does not open the vault"; exit 1; }
             if opens "$PASSWORD"; then echo "the old password still opens the vault"; exit 1; fi
             echo "in step"
             """#)
         #expect(result.status == 0 && result.stdoutText.contains("in step"), "\(result.stdoutText) \(result.stderr)")
-        #expect(f.moduleLogLines.count == 1, "\(f.moduleLogLines)")
+        // One for the change, one for the unlock at the next login.
+        #expect(f.moduleLogLines.count == 2 && f.moduleLogLines.first?.contains("follows") == true, "\(f.moduleLogLines)")
     }
 
     @Test func aPasswordChangeLeavesAVaultWithAnotherPassphraseAlone() throws {
@@ -123,5 +126,21 @@ struct PAMLoginTests {
         #expect(result.status == 0 && result.stdoutText.contains("untouched"), "\(result.stdoutText) \(result.stderr)")
         #expect(f.moduleLogLines.count == 1, "\(f.moduleLogLines)")
         #expect(f.moduleLogLines.first?.contains("not the old login password; left as it was") == true, "\(f.moduleLogLines)")
+    }
+
+    /// The passwords reach `keychainfs pam-session` and `pam-passwd` on pipes: not in their
+    /// arguments or environment, which other processes read in /proc.
+    @Test func thePasswordsAreInNoArgumentOrEnvironment() throws {
+        let f = try PAMLogin(moduleArguments: "mount=~/secrets", recording: true)
+        let result = try f.run(Self.steps + #"""
+            makeVault "$PASSWORD"
+            asuser "$KFS" unmount mnt
+            login "$PASSWORD"
+            asuser cat secrets/item >/dev/null
+            printf '%s\n%s\n%s\n' "$PASSWORD" "$NEW" "$NEW" | pamtester "$SERVICE" "$U" 'chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)'
+            """#)
+        #expect(result.status == 0, "\(result.stdoutText) \(result.stderr)")
+        #expect(f.recorded.contains("pam-session") && f.recorded.contains("pam-passwd"), "\(f.recorded)")
+        #expect(!f.recorded.contains(f.password) && !f.recorded.contains("new login password"), "\(f.recorded)")
     }
 }
