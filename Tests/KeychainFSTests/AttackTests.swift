@@ -42,6 +42,22 @@ struct AttackTests {
         #expect(!attack.stdoutText.contains(AttackTests.secret))
     }
 
+    /// The command line without a passphrase (`keychainfs get`) is a program the rules judge
+    /// like any other, and a request written after connect-then-exec is judged as its writer.
+    @Test func theCommandLineThroughTheDaemonIsJudgedAsItsOwnProgram() throws {
+        let s = try Scene()
+        let refused = try s.m.run(keychainfsBinary, ["get", "--vault", s.m.vault, "app/token"])
+        #expect(refused.exitStatus == .accessDenied, "\(refused.stderr)")
+        #expect(refused.stderr.contains("no access rule admits process"), "\(refused.stderr)")
+        #expect(!refused.stdoutText.contains(AttackTests.secret))
+        let script = try s.m.script("connect_then_exec_command.py")
+        let attack = try s.m.run("/usr/bin/python3", [script, s.admitted, "app", "token"])
+        #expect(attack.status == 0, "\(attack.stderr)")
+        #expect(attack.stdoutText.hasPrefix("error 12 "), "\(attack.stdoutText)")
+        #expect(attack.stdoutText.contains("no access rule admits process"), "\(attack.stdoutText)")
+        #expect(!attack.stdoutText.contains(AttackTests.secret))
+    }
+
     @Test func aProgramStartedWithLoaderVariablesIsRefused() throws {
         let s = try Scene()
         _ = try s.m.build("takefd")  // builds the programs directory's compiler output once

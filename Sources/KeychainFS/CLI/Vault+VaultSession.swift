@@ -46,6 +46,6 @@ extension Vault: VaultSession {
     }
 
     func exportEntries(excluding: Set<AccessibilityClass>, _ body: (PortableEntry, _ total: Int?) throws(VaultError) -> Void) throws(VaultError) -> Int {
-        try exportEntries(excluding: excluding) { (entry, total) throws(VaultError) in try body(entry, total) }
+        try exportEntries(excluding: excluding) { (entry: PortableEntry, total: Int) throws(VaultError) in try body(entry, total) }
     }
 }
