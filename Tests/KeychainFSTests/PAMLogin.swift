@@ -37,6 +37,8 @@ final class PAMLogin {
         scratch = "/tmp/kfs-pam-" + UUID().uuidString.prefix(8)
         home = scratch + "/home"
         log = scratch + "/syslog"
+        service = "keychainfs-test-" + UUID().uuidString.prefix(8).lowercased()
+        // Every property is set: from here a failure runs deinit, which removes what was made.
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
         chmod(scratch, 0o755)
         try FileManager.default.createDirectory(atPath: home + "/.local/share/keychainfs", withIntermediateDirectories: true)
@@ -46,7 +48,6 @@ final class PAMLogin {
         guard moved.status == 0 else { throw FixtureError("usermod: \(moved.stderr)") }
         let set = try KeychainFSTests.run("/usr/sbin/chpasswd", [], stdin: Data("\(PAMLogin.userName):\(password)\n".utf8))
         guard set.status == 0 else { throw FixtureError("chpasswd: \(set.stderr)") }
-        service = "keychainfs-test-" + UUID().uuidString.prefix(8).lowercased()
         let module = ProcessInfo.processInfo.environment["KEYCHAINFS_TEST_PAM_MODULE"] ?? keychainfsBuildDirectory + "/libpam_keychainfs.so"
         var program = keychainfsBinary
         if recording {
@@ -75,7 +76,8 @@ final class PAMLogin {
 
     /// Runs `script` (sh -e) in the fixture's namespace, as root: `asuser CMD...` runs as the
     /// user with their environment, `kfs` is keychainfs, `$VAULT` the default vault, `$PASSWORD`
-    /// the login password. Mounts at ~/mnt and ~/secrets are unmounted at the end.
+    /// the login password. Mounts at ~/mnt and ~/secrets are unmounted at the end, and a daemon
+    /// whose pid the script put in `$service` is stopped.
     @discardableResult
     func run(_ script: String) throws -> RunResult {
         let result = try KeychainFSTests.run(
@@ -121,6 +123,7 @@ final class PAMLogin {
             for mountpoint in "$HOME_/mnt" "$HOME_/secrets"; do
                 if grep -q " $mountpoint " /proc/self/mounts; then asuser "$KFS" unmount "$mountpoint" >/dev/null 2>&1 || umount -l "$mountpoint"; fi
             done
+            if [ -n "${service:-}" ]; then kill "$service" 2>/dev/null || true; wait "$service" 2>/dev/null || true; fi
             kill "$syslog"
         }
         trap finish EXIT

@@ -39,6 +39,32 @@ struct PAMLoginTests {
         #expect(f.moduleLogLines.count == 1 && f.moduleLogLines.first?.contains("unlocked") == true, "\(f.moduleLogLines)")
     }
 
+    /// The running keychain may be a `secret-service` without a mount: login unlocks it too.
+    @Test(.tags(.bus)) func loginUnlocksTheRunningLockedSecretService() throws {
+        let f = try PAMLogin()
+        // After the fixture: usermod does not move the home of a user whose processes run.
+        let bus = try PrivateSessionBus(user: PAMLogin.userName)
+        let result = try f.run(Self.steps + """
+            makeVault "$PASSWORD"
+            asuser "$KFS" unmount mnt
+            # Not through asuser, a function: $! must be the daemon's pid, not a subshell's.
+            setpriv --reuid "$U" --regid "$U" --clear-groups --reset-env env -i HOME="$HOME_" XDG_RUNTIME_DIR="/run/user/$UID_" \\
+                PATH=/usr/bin:/bin DBUS_SESSION_BUS_ADDRESS='\(bus.address)' \\
+                "$KFS" secret-service --vault "$VAULT" --passphrase-file pw >/dev/null 2>&1 &
+            service=$!
+            tries=0
+            until asuser "$KFS" get item --vault "$VAULT" >/dev/null 2>&1; do
+                tries=$((tries + 1)); [ $tries -lt 400 ] || { echo "the secret-service did not serve"; exit 1; }; sleep 0.05
+            done
+            asuser "$KFS" lock --vault "$VAULT"
+            if asuser "$KFS" get item --vault "$VAULT" 2>/dev/null; then echo "readable while locked"; exit 1; fi
+            login "$PASSWORD"
+            asuser "$KFS" get item --vault "$VAULT"
+            """)
+        #expect(result.status == 0, "\(result.stdoutText) \(result.stderr)")
+        #expect(result.stdoutText.hasSuffix("the secret"))
+    }
+
     @Test func aWrongPasswordUnlocksNothing() throws {
         let f = try PAMLogin()
         let result = try f.run(Self.steps + #"""
