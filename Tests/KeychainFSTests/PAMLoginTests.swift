@@ -169,4 +169,20 @@ struct PAMLoginTests {
         #expect(f.recorded.contains("pam-session") && f.recorded.contains("pam-passwd"), "\(f.recorded)")
         #expect(!f.recorded.contains(f.password) && !f.recorded.contains("new login password"), "\(f.recorded)")
     }
+
+    /// `keychainfs pam-session` and `pam-passwd` become the user only when root runs them (the
+    /// PAM host): a user who runs them for another user is refused before anything is read.
+    @Test func aUserCannotActAsAnotherThroughTheHiddenCommands() throws {
+        let f = try PAMLogin()
+        let result = try f.run(#"""
+            for command in pam-session pam-passwd; do
+                if printf 'guess' | asuser "$KFS" "$command" --user root 3</dev/null 2>"$SCRATCH/err"; then
+                    echo "$command ran as root"; exit 1
+                fi
+                grep -q "cannot become root" "$SCRATCH/err" || { cat "$SCRATCH/err"; exit 1; }
+            done
+            echo refused
+            """#)
+        #expect(result.status == 0 && result.stdoutText.contains("refused"), "\(result.stdoutText) \(result.stderr)")
+    }
 }
