@@ -12,6 +12,7 @@ parser.add_argument("--secret-service-only", action="store_true",
                     help="only the Secret Service section: secret-tool lookups against KeychainFS and gnome-keyring, cat through the mount")
 parser.add_argument("--lookups", type=int, default=1000, help="calls per run in the Secret Service section")
 parser.add_argument("--no-postgres", action="store_true", help="leave out the vault in PostgreSQL")
+parser.add_argument("--vault-sizes-only", action="store_true", help="only the table by vault size (mount, ls -lR, set, find)")
 parser.add_argument("--changes", type=int, default=50, help="changes timed from one mount to the other in the PostgreSQL section")
 parser.add_argument("--mixed-ops", type=int, default=10000,
                     help="operations per process in the mixed-work section (fsstress-like, 4 processes; 0 leaves it out)")
@@ -312,6 +313,10 @@ def mount_times_and_vault_sizes(kfs):
             if vault == "bench.vault":
                 kfs_mount(os.path.join(work, "bench.vault"), kfs)
 
+    vault_sizes()
+
+
+def vault_sizes():
     # Size of the vault: mount time, daemon RSS, `set` latency.
     sizes = [1000, 10000] if args.quick else [10000, 100000]
     populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
@@ -629,19 +634,21 @@ direct_gets = []  # seconds per `keychainfs get --passphrase-file`
 postgres_vault = None
 two_mounts = None  # (delays in seconds, statements per call by command)
 try:
-    if not args.secret_service_only and not args.no_postgres:
+    if args.vault_sizes_only:
+        vault_sizes()
+    elif not args.secret_service_only and not args.no_postgres:
         postgres_socket = start_postgres()
         if postgres_socket is not None:
             postgres_vault = "postgresql:///bench?host=%s&user=postgres#bench" % postgres_socket
-    if not args.secret_service_only:
+    if not args.secret_service_only and not args.vault_sizes_only:
         kfs = filesystem_workloads()
         if postgres_vault is not None:
             two_mounts = postgres_two_mounts(postgres_socket)
         if not args.workloads_only:  # a quick look while working on the filesystem
             mount_times_and_vault_sizes(kfs)
-    if not args.workloads_only:
+    if not args.workloads_only and not args.vault_sizes_only:
         secret_service_lookups()
-    if not args.secret_service_only:
+    if not args.secret_service_only and not args.vault_sizes_only:
         durable_commit_cost()
 finally:
     cleanup()
