@@ -12,6 +12,7 @@ parser.add_argument("--secret-service-only", action="store_true",
                     help="only the Secret Service section: secret-tool lookups against KeychainFS and gnome-keyring, cat through the mount")
 parser.add_argument("--lookups", type=int, default=1000, help="calls per run in the Secret Service section")
 parser.add_argument("--no-postgres", action="store_true", help="leave out the vault in PostgreSQL")
+parser.add_argument("--vault-sizes-only", action="store_true", help="only the table by vault size (mount, ls -lR, set, find)")
 parser.add_argument("--changes", type=int, default=50, help="changes timed from one mount to the other in the PostgreSQL section")
 parser.add_argument("--mixed-ops", type=int, default=10000,
                     help="operations per process in the mixed-work section (fsstress-like, 4 processes; 0 leaves it out)")
@@ -312,6 +313,10 @@ def mount_times_and_vault_sizes(kfs):
             if vault == "bench.vault":
                 kfs_mount(os.path.join(work, "bench.vault"), kfs)
 
+    vault_sizes()
+
+
+def vault_sizes():
     # Size of the vault: mount time, daemon RSS, `set` latency.
     sizes = [1000, 10000] if args.quick else [10000, 100000]
     populate = ("import os,sys\nroot,n=sys.argv[1],int(sys.argv[2])\nfor i in range(n):\n d=os.path.join(root,'d%d'%(i%100))\n"
@@ -335,12 +340,14 @@ def mount_times_and_vault_sizes(kfs):
         if labelled.returncode not in (0, 3):
             raise RuntimeError("setting attributes failed: " + labelled.stderr)
         kfs_unmount(mp)
-        mounts, rss, listings, walks = [], [], [], []
+        mounts, rss, listings, walks, daemon_finds = [], [], [], [], []
         for run in range(args.runs):
             start = time.perf_counter(); kfs_mount(vault, mp); mounts.append(time.perf_counter() - start)
             listings.append(timed("ls -lR %s > /dev/null" % mp))
             walks.append(timed("find %s -type f > /dev/null" % mp))
             rss.append(rss_mib(daemon_pid(mp)))
+            if label_seconds is not None:  # no passphrase: the mount's daemon answers
+                daemon_finds.append(timed([KFS, "find", "--vault", vault, "service=svc%d" % (42 + run)]))
             if run == 0:
                 scale_workloads(mp, size)
             kfs_unmount(mp)
@@ -350,7 +357,8 @@ def mount_times_and_vault_sizes(kfs):
             finds = statistics.median(timed([KFS, "find", "--vault", vault, "--passphrase-file", PW, "service=svc%d" % (42 + run)])
                                       for run in range(args.runs))
         sized[size] = (populate_seconds, statistics.median(mounts), statistics.median(rss), statistics.median(sets), label_seconds, finds,
-                       statistics.median(listings), statistics.median(walks))
+                       statistics.median(listings), statistics.median(walks),
+                       statistics.median(daemon_finds) if daemon_finds else None)
 
 
 def durable_commit_cost():
@@ -587,7 +595,8 @@ def secret_service_lookups():
     kfs_bus, kfs_env = private_bus("bus-keychainfs")
     mp = os.path.join(work, "secret-service")
     try:
-        kfs_mount(os.path.join(work, "secret-service.vault"), mp, extra=["--secret-service"], env=kfs_env)
+        ss_vault = os.path.join(work, "secret-service.vault")
+        kfs_mount(ss_vault, mp, extra=["--secret-service"], env=kfs_env)
         wait_for_secret_service(kfs_env, None)
         store_and_check(kfs_env)
         item = os.path.join(mp, "login", SS_LABEL)
@@ -605,6 +614,14 @@ def secret_service_lookups():
             if gk_env is not None:
                 lookups.setdefault(("secret-tool lookup", "gnome-keyring"), []).append(timed(lookup, env=gk_env))
             lookups.setdefault(("cat", "keychainfs"), []).append(timed(call_loop("cat " + shlex.quote(item))))
+            # The command line without a passphrase: the mount's daemon answers.
+            lookups.setdefault(("keychainfs get", "keychainfs"), []).append(
+                timed(call_loop("%s get --vault %s %s" % (shlex.quote(KFS), shlex.quote(ss_vault), shlex.quote("login/" + SS_LABEL)))))
+            # With the passphrase: one Argon2id (the interactive preset) per call, so fewer calls.
+            calls = max(args.lookups // 50, 3)
+            loop = 'i=0; while [ "$i" -lt %d ]; do %s get --vault %s --passphrase-file %s %s >/dev/null || exit 1; i=$((i+1)); done' % (
+                calls, shlex.quote(KFS), shlex.quote(ss_vault), shlex.quote(PW), shlex.quote("login/" + SS_LABEL))
+            direct_gets.append(timed(loop) / calls)
             lookups.setdefault(("true", "none"), []).append(timed(call_loop("/bin/true")))
     finally:
         if mp in mounted:
@@ -613,22 +630,25 @@ def secret_service_lookups():
             stop_daemon(daemon)
 
 
+direct_gets = []  # seconds per `keychainfs get --passphrase-file`
 postgres_vault = None
 two_mounts = None  # (delays in seconds, statements per call by command)
 try:
-    if not args.secret_service_only and not args.no_postgres:
+    if args.vault_sizes_only:
+        vault_sizes()
+    elif not args.secret_service_only and not args.no_postgres:
         postgres_socket = start_postgres()
         if postgres_socket is not None:
             postgres_vault = "postgresql:///bench?host=%s&user=postgres#bench" % postgres_socket
-    if not args.secret_service_only:
+    if not args.secret_service_only and not args.vault_sizes_only:
         kfs = filesystem_workloads()
         if postgres_vault is not None:
             two_mounts = postgres_two_mounts(postgres_socket)
         if not args.workloads_only:  # a quick look while working on the filesystem
             mount_times_and_vault_sizes(kfs)
-    if not args.workloads_only:
+    if not args.workloads_only and not args.vault_sizes_only:
         secret_service_lookups()
-    if not args.secret_service_only:
+    if not args.secret_service_only and not args.vault_sizes_only:
         durable_commit_cost()
 finally:
     cleanup()
@@ -687,12 +707,13 @@ if logging_cost:
               % (on, off, on / off)]
 if sized:
     lines += ["", "| items in the vault | time to add them through the mount | mount time | `ls -lR` after mounting | `find -type f` after it "
-              "| daemon RSS after them | `keychainfs set` | time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) |",
-              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s) in sorted(sized.items()):
-        lines.append("| %d | %.1f s | %.3f s | %.3f s | %.3f s | %.1f MiB | %.3f s | %s | %s |" % (
+              "| daemon RSS after them | `keychainfs set` | time to set `user.service` on each | `keychainfs find service=...` (1 % of the items match) "
+              "| the same `find` through the mounted vault's daemon (no passphrase) |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s, daemon_find_s) in sorted(sized.items()):
+        lines.append("| %d | %.1f s | %.3f s | %.3f s | %.3f s | %.1f MiB | %.3f s | %s | %s | %s |" % (
             size, populate_seconds, mount_s, list_s, walk_s, rss, set_s, "%.1f s" % label_s if label_s is not None else "no xattrs in the mount",
-            "%.3f s" % find_s if find_s is not None else ""))
+            "%.3f s" % find_s if find_s is not None else "", "%.3f s" % daemon_find_s if daemon_find_s is not None else ""))
 if scale:
     sizes_seen = sorted({size for (_workload, size) in scale})
     names = []
@@ -710,6 +731,8 @@ per_call = {key: statistics.median(seconds) / args.lookups for key, seconds in l
 ss_lookup = per_call.get(("secret-tool lookup", "keychainfs"))
 ss_gnome = per_call.get(("secret-tool lookup", "gnome-keyring"))
 ss_cat = per_call.get(("cat", "keychainfs"))
+ss_get = per_call.get(("keychainfs get", "keychainfs"))
+ss_direct = statistics.median(direct_gets) if direct_gets else None
 if ss_lookup is not None:
     ms = lambda seconds: f(seconds * 1000, 2)
     gnome_cell = ms(ss_gnome) if ss_gnome is not None else "not measured: " + unavailable.get("gnome-keyring", "?").replace("|", "/")
@@ -721,6 +744,10 @@ if ss_lookup is not None:
               % (" ".join(SS_ATTRIBUTES), ms(ss_lookup), gnome_cell, f(ss_lookup / ss_gnome, 2) if ss_gnome else ""),
               "| `cat MOUNTPOINT/login/%s` (the same item through the mount) | %s |  |  |" % (SS_LABEL, ms(ss_cat)),
               "| D-Bus / cat | %s |  |  |" % f(ss_lookup / ss_cat, 1),
+              "| `keychainfs get login/%s` through the mount's daemon (no passphrase) | %s |  |  |" % (SS_LABEL, ms(ss_get)),
+              "| `keychainfs get --passphrase-file` (opens the vault: one Argon2id, interactive preset) | %s |  |  |" % ms(ss_direct),
+              "| `keychainfs get` through the daemon / `secret-tool lookup` | %s |  |  |" % f(ss_get / ss_lookup, 2),
+              "| `keychainfs get` with the passphrase / through the daemon | %s |  |  |" % f(ss_direct / ss_get, 1),
               "", "`/bin/true` in the same loop (what starting a process costs): %s ms per call." % ms(per_call[("true", "none")])]
 report = "\n".join(lines)
 print(report)
@@ -746,7 +773,9 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         for name, (big, after, wal) in sorted(churn.items()):
             csv.write('"mixed work %s largest bytes",,,%d,,\n"mixed work %s bytes after rm -rf",,,%d,,\n"mixed work %s largest WAL bytes",,,%d,,\n'
                       % (name, big, name, after, name, wal))
-    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s) in sorted(sized.items()):
+    for size, (populate_seconds, mount_s, rss, set_s, label_s, find_s, list_s, walk_s, daemon_find_s) in sorted(sized.items()):
+        if daemon_find_s is not None:
+            csv.write('"items=%d find through the daemon",,,%f,,\n' % (size, daemon_find_s))
         csv.write('"items=%d find -type f",,,%f,,\n' % (size, walk_s))
         csv.write('"items=%d mount",,,%f,,\n"items=%d rss_mib",,,%f,,\n"items=%d set",,,%f,,\n' % (size, mount_s, size, rss, size, set_s))
         csv.write('"items=%d ls -lR",,,%f,,\n' % (size, list_s))
@@ -758,4 +787,6 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         csv.write('"secret-tool lookup, s per call",,,%s,,,%s,%s\n' % (f(ss_lookup, 6), f(ss_gnome, 6), f(ss_lookup / ss_gnome, 3) if ss_gnome else ""))
         csv.write('"cat login/%s, s per call",,,%s,,,,\n' % (SS_LABEL, f(ss_cat, 6)))
         csv.write('"secret-tool lookup / cat",,,%s,,,,\n' % f(ss_lookup / ss_cat, 3))
+        csv.write('"keychainfs get through the daemon, s per call",,,%s,,,,\n' % f(ss_get, 6))
+        csv.write('"keychainfs get with the passphrase, s per call",,,%s,,,,\n' % f(ss_direct, 6))
         csv.write('"/bin/true, s per call",,,%s,,,,\n' % f(per_call[("true", "none")], 6))
