@@ -33,7 +33,7 @@ BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libss
 install_pam_module() {
     local configuration=$1 directory
     swift build -c "$configuration" --product pam_keychainfs
-    directory=$(dirname "$(find /lib /usr/lib /lib64 /usr/lib64 -name pam_unix.so -path '*/security/*' 2>/dev/null | head -n 1)")
+    directory=$(dirname "$(find /lib /usr/lib /lib64 /usr/lib64 -maxdepth 3 -name pam_unix.so -path '*/security/*' 2>/dev/null | head -n 1)")
     if [ "$directory" = . ]; then echo "no PAM module directory (pam_unix.so) found" >&2; return 1; fi
     as_root install -m 0644 "$(swift build -c "$configuration" --show-bin-path)/libpam_keychainfs.so" "$directory/pam_keychainfs.so"
 }
