@@ -8,6 +8,6 @@ struct ImportCommand: ParsableCommand {
             An import is one transaction: every entry is stored, or, when one fails, none is and the error names it. \
             An existing item is never replaced without --replace.
             """,
-        subcommands: [ImportPass.self, ImportDotenv.self, ImportDirectory.self, ImportArchive.self, ImportSecretService.self]
+        subcommands: [ImportPass.self, ImportDotenv.self, ImportDirectory.self, ImportArchive.self, ImportSecretService.self, ImportCSV.self]
     )
 }
