@@ -2,12 +2,16 @@ import CSodium
 import VaultCore
 
 /// What makes an item the same item to a migration: its label and its attributes (names and
-/// values), as a Secret Service client finds it; the secret is not part of it, so an item whose
-/// secret changed at the source is still the one imported before. Kept as a BLAKE2b digest
+/// values), as a Secret Service client finds it, but for `xdg:schema`, which gnome-keyring adds
+/// to an item stored without it once it writes its keyring again (a second run would see new
+/// items); the secret is not part of it, so an item whose secret changed at the source is
+/// still the one imported before. Kept as a BLAKE2b digest
 /// under a key drawn for this run, so that labels and values are compared without leaving
 /// locked memory and the digest says nothing about them past the run.
 struct ItemIdentity: Hashable {
     private let digest: [UInt8]
+
+    private static let schema = try! AttributeName("xdg:schema")
 
     /// One key per run: digests of two runs are never compared.
     final class Key {
@@ -36,7 +40,7 @@ struct ItemIdentity: Hashable {
             _ = crypto_generichash_init(opaque, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, 32)
         }
         Self.absorb(label, into: opaque)
-        for attribute in attributes.sorted(by: { $0.name < $1.name }) {
+        for attribute in attributes.sorted(by: { $0.name < $1.name }) where attribute.name != Self.schema {
             attribute.name.withUnsafeBytes { Self.absorb($0, into: opaque) }
             attribute.value.withUnsafeBytes { Self.absorb($0, into: opaque) }
         }

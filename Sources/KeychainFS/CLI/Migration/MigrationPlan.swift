@@ -23,6 +23,8 @@ struct MigrationPlan {
         let key = try ItemIdentity.Key()
         var known: [VaultPath: Dictionary] = [:]
         for incoming in dictionaries {
+            // An empty collection (gnome-keyring's in-memory "session") makes no dictionary.
+            if incoming.items.isEmpty { continue }
             if known[incoming.path] == nil {
                 let read = try Self.read(incoming.path, vault: vault, key: key)
                 known[incoming.path] = read
