@@ -111,4 +111,38 @@ import Testing
         #expect(copied.exitStatus == .success, "\(copied.stderr)")
         #expect(copied.stderr.contains("imported 1 item"), "\(copied.stderr)")
     }
+
+    /// A locked source: the import calls Unlock and follows the prompt (Prompt.Prompt, then the
+    /// Completed signal), here KeychainFS's own, which runs its --extpass; the items come.
+    @Test func unlocksALockedSourceThroughItsPrompt() throws {
+        let source = try CLIFixture()
+        let bus = try PrivateSessionBus()
+        let service = try startProcess(keychainfsBinary, ["secret-service", "--vault", source.vault, "--extpass", "cat " + source.passphraseFile],
+                                       environment: bus.environment)
+        defer { service.terminate(); service.waitUntilExit() }
+        #expect(eventually(within: 20) {
+            (try? run(keychainfsBinary, ["secret-service", "--status"], environment: bus.environment))?.exitStatus == .success
+        })
+        let stored = try run("/usr/bin/secret-tool", ["store", "--label=Locked away", "kind", "pin"], stdin: Data("4321".utf8),
+                             environment: bus.environment)
+        #expect(stored.status == 0, "\(stored.stderr)")
+        let lock = try run("/usr/bin/python3", ["-c", """
+            import dbus
+            bus = dbus.SessionBus()
+            root = bus.get_object('org.freedesktop.secrets', '/org/freedesktop/secrets', introspect=False)
+            paths = root.Get('org.freedesktop.Secret.Service', 'Collections', dbus_interface='org.freedesktop.DBus.Properties')
+            dbus.Interface(root, 'org.freedesktop.Secret.Service').Lock(dbus.Array(list(paths), signature='o'), signature='ao')
+            print(all(bus.get_object('org.freedesktop.secrets', p, introspect=False).Get('org.freedesktop.Secret.Collection', 'Locked',
+                  dbus_interface='org.freedesktop.DBus.Properties') for p in paths))
+            """], environment: bus.environment)
+        #expect(lock.stdoutText == "True\n", "\(lock.stdoutText) \(lock.stderr)")
+
+        let f = try CLIFixture()
+        let copied = try kfs(f, bus, ["import", "secret-service"])
+        #expect(copied.exitStatus == .success, "\(copied.stderr)")
+        #expect(copied.stderr.contains("imported 1 item"), "\(copied.stderr)")
+        let found = try kfs(f, bus, ["find", "kind=pin"]).stdoutText.trimmingCharacters(in: .newlines)
+        #expect(found.hasSuffix("/Locked away"), "\(found)")
+        #expect(try kfs(f, bus, ["get", found]).stdoutText == "4321")
+    }
 }
