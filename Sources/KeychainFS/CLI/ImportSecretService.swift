@@ -13,7 +13,8 @@ struct ImportSecretService: ParsableCommand {
         discussion: """
             Reads from whoever owns org.freedesktop.secrets on the session bus now, over an encrypted session \
             (dh-ietf1024-sha256-aes128-cbc-pkcs7; plain only if the service offers nothing else). A locked \
-            collection is unlocked through the service's own prompt. Each collection becomes the dictionary named \
+            collection is unlocked through the service's own prompt. The collection of the `default` alias \
+            (gnome-keyring's login keyring) goes into `login`, this service's default collection; every other becomes the dictionary named \
             after its label ('/' and control characters made '_', a leading '.' made '_'; the object path's last \
             element when the label is empty), with the collection's label; each item is named after its label, \
             made unique in its dictionary with " 2", " 3", ..., as this project's Secret Service names new items. \
@@ -56,7 +57,9 @@ struct ImportSecretService: ParsableCommand {
                 var incoming: [IncomingDictionary] = []
                 for collection in collections {
                     let fallback = collection.path.split(separator: "/").last.map(String.init) ?? "collection"
-                    let name = try IncomingDictionary.name(fromLabel: collection.label, fallback: fallback)
+                    // Where this project's Secret Service keeps its own `default` alias.
+                    let name = collection.isDefault ? try ItemName("login")
+                        : try IncomingDictionary.name(fromLabel: collection.label, fallback: fallback)
                     var items: [IncomingItem] = []
                     for item in collection.items {
                         items.append(IncomingItem(label: try item.label.copy(), attributes: item.attributes,

@@ -94,6 +94,11 @@ package final class SecretServiceClient {
         var locked: [String] = []
         for path in paths where try isLocked(path, SecretService.collectionInterface) { locked.append(path) }
         if !locked.isEmpty { try unlock(locked, SecretService.collectionInterface, timeout: promptTimeout) }
+        var alias = try bus.call(destination: service, path: Self.servicePath, interface: SecretService.serviceInterface,
+                                 member: "ReadAlias") { (writer: inout BusWriter) throws(BusError) in
+            try writer.string("default")
+        }
+        let defaultCollection = try alias.objectPath()
         var collections: [SourceCollection] = []
         for path in paths {
             var items: [SourceItem] = []
@@ -102,7 +107,7 @@ package final class SecretServiceClient {
                 items.append(try read(item: item, secret: secrets, promptTimeout: promptTimeout))
             }
             var label = try property(path, SecretService.collectionInterface, "Label", "s")
-            collections.append(SourceCollection(path: path, label: try label.secretString(), items: items))
+            collections.append(SourceCollection(path: path, label: try label.secretString(), items: items, isDefault: path == defaultCollection))
         }
         return collections
     }

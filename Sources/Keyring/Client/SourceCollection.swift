@@ -5,10 +5,13 @@ package final class SourceCollection {
     package let path: String
     package let label: SecureBuffer
     package let items: [SourceItem]
+    /// Whether the service's `default` alias names it (gnome-keyring's login keyring).
+    package let isDefault: Bool
 
-    init(path: String, label: consuming SecureBuffer, items: [SourceItem]) {
+    init(path: String, label: consuming SecureBuffer, items: [SourceItem], isDefault: Bool) {
         self.path = path
         self.label = label
         self.items = items
+        self.isDefault = isDefault
     }
 }
