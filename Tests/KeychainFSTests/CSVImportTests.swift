@@ -25,6 +25,8 @@ import Testing
         try keepassxc(["add", "-u", "alice", "--url", "https://mail.example", "--notes", "line1\nline \"2\", more", "-p",
                        database, "Email/Mail"], "db password\nse\"c,ret\n")
         try keepassxc(["add", "-u", "bob", "-p", database, "Top"], "db password\nroot-pw\n")
+        // An entry named as a group beside it.
+        try keepassxc(["add", "-p", database, "Email"], "db password\nentry-not-group\n")
         let export = try keepassxc(["export", "--format", "csv", database], "db password\n")
         let file = f.directory + "/export.csv"
         try export.stdout.write(to: URL(fileURLWithPath: file))
@@ -32,13 +34,14 @@ import Testing
 
         let dry = try kfs(f, ["import", "csv", "--format", "keepassxc", "--dry-run", file])
         #expect(dry.exitStatus == .success, "\(dry.stderr)")
-        #expect(dry.stdoutText.split(separator: "\n").sorted() == ["KeePassXC/Email/Mail", "KeePassXC/Top"], "\(dry.stdoutText)")
+        #expect(dry.stdoutText.split(separator: "\n").sorted() == ["KeePassXC/Email 2", "KeePassXC/Email/Mail", "KeePassXC/Top"], "\(dry.stdoutText)")
         #expect(!dry.stdoutText.contains("root-pw") && !dry.stderr.contains("root-pw"))
         #expect(try kfs(f, ["ls"]).stdoutText == "", "a dry run stores nothing")
 
         let first = try kfs(f, ["import", "csv", "--format", "keepassxc", file])
         #expect(first.exitStatus == .success, "\(first.stderr)")
-        #expect(first.stderr.contains("imported 2 items"), "\(first.stderr)")
+        #expect(first.stderr.contains("imported 3 items"), "\(first.stderr)")
+        #expect(try kfs(f, ["get", "KeePassXC/Email 2"]).stdoutText == "entry-not-group")
         #expect(first.stderr.contains("delete it"), "\(first.stderr)")
         #expect(try kfs(f, ["get", "KeePassXC/Email/Mail"]).stdoutText == "se\"c,ret")
         #expect(try kfs(f, ["attr", "KeePassXC/Email/Mail"]).stdoutText
@@ -50,7 +53,7 @@ import Testing
         let second = try kfs(f, ["import", "csv", "--format", "keepassxc", "--remove-file", file])
         #expect(second.exitStatus == .success, "\(second.stderr)")
         #expect(second.stderr.contains("imported 0 items"), "\(second.stderr)")
-        #expect(second.stderr.contains("2 items were already here"), "\(second.stderr)")
+        #expect(second.stderr.contains("3 items were already here"), "\(second.stderr)")
         #expect(!FileManager.default.fileExists(atPath: file), "--remove-file removes the export")
     }
 

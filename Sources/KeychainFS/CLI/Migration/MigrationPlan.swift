@@ -22,11 +22,22 @@ struct MigrationPlan {
     init(_ dictionaries: [IncomingDictionary], vault: Vault, replacing: Bool) throws(VaultError) {
         let key = try ItemIdentity.Key()
         var known: [VaultPath: Dictionary] = [:]
+        // A group's dictionary takes its name in its parent before any item there can: an item
+        // "Email" beside the group "Email" becomes "Email 2".
+        var dictionaryNames: [VaultPath: Set<ItemName>] = [:]
+        for incoming in dictionaries where !incoming.items.isEmpty {
+            var path = incoming.path
+            while let last = path.lastComponent {
+                path = path.parent
+                dictionaryNames[path, default: []].insert(last)
+            }
+        }
         for incoming in dictionaries {
             // An empty collection (gnome-keyring's in-memory "session") makes no dictionary.
             if incoming.items.isEmpty { continue }
             if known[incoming.path] == nil {
-                let read = try Self.read(incoming.path, vault: vault, key: key)
+                var read = try Self.read(incoming.path, vault: vault, key: key)
+                read.names.formUnion(dictionaryNames[incoming.path] ?? [])
                 known[incoming.path] = read
                 // Only a new one: an import naming an existing dictionary (with --replace) would
                 // reset its attributes, label and rules.
