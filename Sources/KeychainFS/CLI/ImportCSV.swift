@@ -39,8 +39,8 @@ struct ImportCSV: ParsableCommand {
             // so a malformed file fails before a passphrase is asked.
             let incoming = try CommandFailure.vault { () throws(VaultError) -> [IncomingDictionary] in
                 let text = try DirectoryWalk.read(file, limit: Vault.maximumItemSizeLimit)
-                let records = try text.withUnsafeBytes { (bytes) throws(VaultError) in try CSVParser.parse(bytes, file: file) }
-                return try format.dictionaries(records, below: base, file: file, readingSecrets: !dryRun)
+                let csv = try text.withUnsafeBytes { (bytes) throws(VaultError) in try CSVParser.parse(bytes, file: file) }
+                return try format.dictionaries(csv, below: base, file: file, readingSecrets: !dryRun)
             }
             let vault = try CommandFailure.vault { () throws(VaultError) in try options.vault.openVault() }
             let plan = try CommandFailure.vault { () throws(VaultError) in try MigrationPlan(incoming, vault: vault, replacing: options.replace) }

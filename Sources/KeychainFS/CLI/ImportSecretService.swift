@@ -63,8 +63,7 @@ struct ImportSecretService: ParsableCommand {
                     var items: [IncomingItem] = []
                     for item in collection.items {
                         items.append(IncomingItem(label: try item.label.copy(), attributes: item.attributes,
-                                                  content: try SecureBuffer.copy(item.content),
-                                                  contentType: try SecureBuffer.copy(item.contentType)))
+                                                  content: item.content.take(), contentType: item.contentType.take()))
                     }
                     incoming.append(IncomingDictionary(path: base.appending(name), label: try collection.label.copy(), items: items))
                 }

@@ -7,9 +7,10 @@ package final class SourceItem {
     package let path: String
     package let label: SecureBuffer
     package let attributes: [Attribute]
-    /// nil until read (a dry run never reads it).
-    package let content: SecureBuffer?
-    package let contentType: SecureBuffer?
+    /// nil until read (a dry run never reads it); a caller may take them (`take()`) rather
+    /// than copy, as each buffer costs a page of the locked-memory limit.
+    package var content: SecureBuffer?
+    package var contentType: SecureBuffer?
 
     init(path: String, label: consuming SecureBuffer, attributes: [Attribute],
          content: consuming SecureBuffer?, contentType: consuming SecureBuffer?) {

@@ -51,9 +51,10 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
     private var required: Set<Role> { [.title, .password] }
 
     /// The rows of an export (its header first) as dictionaries of items below `base`.
-    func dictionaries(_ records: [[CSVField]], below base: VaultPath, file: String, readingSecrets: Bool) throws(VaultError) -> [IncomingDictionary] {
+    func dictionaries(_ csv: CSVText, below base: VaultPath, file: String, readingSecrets: Bool) throws(VaultError) -> [IncomingDictionary] {
+        let records = csv.records
         guard let header = records.first else { throw .invalidArgument("\(file): empty; a \(rawValue) export starts with its header") }
-        let names = header.map { $0.text.lowercased() }
+        let names = header.map { csv.text($0).lowercased() }
         var index: [Role: Int] = [:]
         for (role, name) in columns {
             if let found = names.firstIndex(of: name) { index[role] = found }
@@ -72,24 +73,24 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
                 guard let at = index[role], !record[at].isEmpty else { return nil }
                 return record[at]
             }
-            let path = try dictionary(of: field(.group), below: base)
+            let path = try dictionary(of: field(.group), in: csv, below: base)
             if items[path] == nil { order.append(path) }
-            let isNote = field(.type).map { $0.bytes.withUnsafeBytes { $0.elementsEqual("note".utf8) } } ?? false
+            let isNote = field(.type).map { csv.equals($0, "note") } ?? false
             var attributes: [Attribute] = []
-            if let username = field(.username) { attributes.append(Attribute(name: try AttributeName("username"), value: try username.bytes.copy())) }
-            if let url = field(.url) { attributes.append(Attribute(name: try AttributeName("url"), value: try url.bytes.copy())) }
-            if !isNote, let notes = field(.notes) { attributes.append(Attribute(name: try AttributeName("notes"), value: try notes.bytes.copy())) }
-            if let fields = field(.fields) { attributes.append(Attribute(name: try AttributeName("fields"), value: try fields.bytes.copy())) }
+            if let username = field(.username) { attributes.append(Attribute(name: try AttributeName("username"), value: try csv.copy(username))) }
+            if let url = field(.url) { attributes.append(Attribute(name: try AttributeName("url"), value: try csv.copy(url))) }
+            if !isNote, let notes = field(.notes) { attributes.append(Attribute(name: try AttributeName("notes"), value: try csv.copy(notes))) }
+            if let fields = field(.fields) { attributes.append(Attribute(name: try AttributeName("fields"), value: try csv.copy(fields))) }
             let title = field(.title) ?? field(.url)
-            let label = try Self.copy(title)
+            let label = try Self.copy(title, in: csv)
             let secret = isNote ? field(.notes) : field(.password)
             let content: SecureBuffer?
-            if readingSecrets { content = try Self.copy(secret) } else { content = nil }
+            if readingSecrets { content = try Self.copy(secret, in: csv) } else { content = nil }
             var found = [IncomingItem(label: label, attributes: attributes, content: content)]
             if let totp = field(.totp) {
-                let totpLabel = try Self.joined(title, " TOTP")
+                let totpLabel = try Self.joined(title, " TOTP", in: csv)
                 found.append(IncomingItem(label: totpLabel, attributes: attributes,
-                                          content: readingSecrets ? try totp.bytes.copy() : nil))
+                                          content: readingSecrets ? try csv.copy(totp) : nil))
             }
             items[path, default: []].append(contentsOf: found)
         }
@@ -98,11 +99,11 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
     }
 
     /// A group's or folder's path ('/'-separated, each part named as a label is) below `base`.
-    private func dictionary(of group: CSVField?, below base: VaultPath) throws(VaultError) -> VaultPath {
+    private func dictionary(of group: CSVField?, in csv: CSVText, below base: VaultPath) throws(VaultError) -> VaultPath {
         guard let group else { return base }
         var parts: [ItemName] = []
-        try group.bytes.withUnsafeBytes { (bytes) throws(VaultError) in
-            for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+        try csv.bytes.withUnsafeBytes { (all) throws(VaultError) in
+            for part in UnsafeRawBufferPointer(rebasing: all[group.range]).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
                 let label = try SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: part))
                 parts.append(try ItemName(base: try ItemName.base(fromLabel: label), number: 1))
             }
@@ -113,19 +114,22 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
     }
 
     /// A field's bytes, or none for an empty or missing one.
-    private static func copy(_ field: CSVField?) throws(VaultError) -> SecureBuffer {
+    private static func copy(_ field: CSVField?, in csv: CSVText) throws(VaultError) -> SecureBuffer {
         guard let field else { return try SecureBuffer(capacity: 0) }
-        return try field.bytes.copy()
+        return try csv.copy(field)
     }
 
-    private static func joined(_ field: CSVField?, _ suffix: String) throws(VaultError) -> SecureBuffer {
+    private static func joined(_ field: CSVField?, _ suffix: String, in csv: CSVText) throws(VaultError) -> SecureBuffer {
         let tail = Array(suffix.utf8)
-        var joined = try SecureBuffer(capacity: (field?.bytes.count ?? 0) + tail.count)
+        var joined = try SecureBuffer(capacity: (field?.range.count ?? 0) + tail.count)
         joined.withUnsafeMutableStorage { storage in
             var used = 0
-            field?.bytes.withUnsafeBytes { bytes in
-                if bytes.count > 0 { storage.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-                used = bytes.count
+            if let field {
+                csv.bytes.withUnsafeBytes { all in
+                    let bytes = UnsafeRawBufferPointer(rebasing: all[field.range])
+                    if bytes.count > 0 { storage.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+                    used = bytes.count
+                }
             }
             for byte in tail {
                 storage[used] = byte

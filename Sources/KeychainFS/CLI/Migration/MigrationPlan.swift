@@ -58,10 +58,10 @@ struct MigrationPlan {
                 }
                 let path = incoming.path.appending(name)
                 paths.append(path)
-                switch item.content {
+                switch item.content.take() {
                 case .some(let content):
-                    entries.append(PortableEntry(item: path, content: try content.copy(), attributes: item.attributes,
-                                                 label: try item.label.copy(), contentType: try SecureBuffer.copy(item.contentType)))
+                    entries.append(PortableEntry(item: path, content: content, attributes: item.attributes,
+                                                 label: try item.label.copy(), contentType: item.contentType.take()))
                 case .none:
                     break
                 }
