@@ -14,7 +14,7 @@ struct ImportCSV: ParsableCommand {
             fields too; a Bitwarden secure note holds its notes); a TOTP secret becomes the item "TITLE TOTP". Items go \
             into the dictionary --into (default: KeePassXC, Bitwarden, 1Password or Chromium), groups and folders \
             into dictionaries below it. An item already there with the same title and attributes is not imported \
-            again. A malformed file imports nothing.
+            again. A malformed file imports nothing; the rest goes in transactions of 100 items.
 
             Delete the export afterwards: --remove-file unlinks it once the import is stored. Overwriting it first \
             (shred) does not reliably reach the old blocks on journaling or copy-on-write file systems or SSDs; \
@@ -37,14 +37,14 @@ struct ImportCSV: ParsableCommand {
             let base = try CommandFailure.vault { () throws(VaultError) in try VaultPath(into ?? format.defaultDictionary) }
             // The whole file is secrets: read into locked memory and parsed before the vault is opened,
             // so a malformed file fails before a passphrase is asked.
-            let incoming = try CommandFailure.vault { () throws(VaultError) -> [IncomingDictionary] in
+            let source = try CommandFailure.vault { () throws(VaultError) -> CSVSource in
                 let text = try DirectoryWalk.read(file, limit: Vault.maximumItemSizeLimit)
                 let csv = try text.withUnsafeBytes { (bytes) throws(VaultError) in try CSVParser.parse(bytes, file: file) }
-                return try format.dictionaries(csv, below: base, file: file, readingSecrets: !dryRun)
+                return try CSVSource(csv, format: format, below: base, file: file)
             }
             let vault = try CommandFailure.vault { () throws(VaultError) in try options.vault.openVault() }
-            let plan = try CommandFailure.vault { () throws(VaultError) in try MigrationPlan(incoming, vault: vault, replacing: options.replace) }
-            try plan.finish(dryRun: dryRun, options: options, vault: vault)
+            let plan = try MigrationPlan(source, vault: vault, replacing: options.replace)
+            try plan.finish(dryRun: dryRun, from: source, vault: vault, replacing: options.replace)
             guard !dryRun else { return }
             if removeFile {
                 guard unlink(file) == 0 else {

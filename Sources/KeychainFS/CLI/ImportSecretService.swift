@@ -41,35 +41,11 @@ struct ImportSecretService: ParsableCommand {
             }
             try refuseOurselves(bus)
             let vault = try CommandFailure.vault { () throws(VaultError) in try options.vault.openVault() }
-            let collections: [SourceCollection]
-            let algorithm: String
-            do throws(BusError) {
-                let client = try SecretServiceClient(bus: bus)
-                algorithm = client.algorithm
-                collections = try client.read(secrets: !dryRun, promptTimeout: .seconds(promptTimeout))
-            } catch where error.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
-                throw CommandFailure(message: error.message + "; nothing was imported", status: .notFound)
-            } catch {
-                throw CommandFailure(message: "the Secret Service: \(error.message); nothing was imported", status: .serviceUnavailable)
-            }
-            if algorithm == "plain" { Terminal.printError("the Secret Service offers no encrypted session: secrets crossed the bus in the clear") }
-            let plan = try CommandFailure.vault { () throws(VaultError) -> MigrationPlan in
-                var incoming: [IncomingDictionary] = []
-                for collection in collections {
-                    let fallback = collection.path.split(separator: "/").last.map(String.init) ?? "collection"
-                    // Where this project's Secret Service keeps its own `default` alias.
-                    let name = collection.isDefault ? try ItemName("login")
-                        : try IncomingDictionary.name(fromLabel: collection.label, fallback: fallback)
-                    var items: [IncomingItem] = []
-                    for item in collection.items {
-                        items.append(IncomingItem(label: try item.label.copy(), attributes: item.attributes,
-                                                  content: item.content.take(), contentType: item.contentType.take()))
-                    }
-                    incoming.append(IncomingDictionary(path: base.appending(name), label: try collection.label.copy(), items: items))
-                }
-                return try MigrationPlan(incoming, vault: vault, replacing: options.replace)
-            }
-            try plan.finish(dryRun: dryRun, options: options, vault: vault)
+            let client = try SecretServiceSource.answering { () throws(BusError) in try SecretServiceClient(bus: bus) }
+            if client.algorithm == "plain" { Terminal.printError("the Secret Service offers no encrypted session: secrets cross the bus in the clear") }
+            let source = try SecretServiceSource(client, below: base, promptTimeout: .seconds(promptTimeout))
+            let plan = try MigrationPlan(source, vault: vault, replacing: options.replace)
+            try plan.finish(dryRun: dryRun, from: source, vault: vault, replacing: options.replace)
         }
     }
 
@@ -105,21 +81,5 @@ struct ImportSecretService: ParsableCommand {
         var second = stat()
         guard stat(a, &first) == 0, stat(b, &second) == 0 else { return a == b }
         return first.st_dev == second.st_dev && first.st_ino == second.st_ino
-    }
-}
-
-extension MigrationPlan {
-    /// A dry run lists the paths; a run stores them in one transaction. Either way, says how
-    /// many items were found already imported.
-    func finish(dryRun: Bool, options: ImportOptions, vault: Vault) throws(CommandFailure) {
-        if dryRun {
-            Terminal.writeAll(1, paths.map { Terminal.printable($0.description) + "\n" }.joined())
-            Terminal.printInfo("\(paths.count) item\(paths.count == 1 ? "" : "s") would be imported; \(alreadyThere) already here")
-            return
-        }
-        try options.store(entries, in: vault)
-        if alreadyThere > 0 {
-            Terminal.printInfo("\(alreadyThere) item\(alreadyThere == 1 ? " was" : "s were") already here" + (options.replace ? " and stored again" : "; left as they are"))
-        }
     }
 }

@@ -84,11 +84,10 @@ package final class SecretServiceClient {
         _ = try? bus.call(destination: service, path: sessionPath, interface: SecretService.sessionInterface, member: "Close")
     }
 
-    /// Every collection, unlocked first where locked (through the service's prompt, waiting at
-    /// most `promptTimeout` for each), with its items; their secrets only with `secrets`.
-    /// A collection the user declines to unlock is an error: a migration that skipped it
-    /// would look complete.
-    package func read(secrets: Bool, promptTimeout: Duration) throws(BusError) -> [SourceCollection] {
+    /// Every collection with its items' paths, unlocked first where locked (through the
+    /// service's prompt, waiting at most `promptTimeout` for each). A collection the user
+    /// declines to unlock is an error: a migration that skipped it would look complete.
+    package func collections(promptTimeout: Duration) throws(BusError) -> [SourceCollection] {
         var reader = try property(Self.servicePath, SecretService.serviceInterface, "Collections", "ao")
         let paths = try Self.objectPaths(&reader)
         var locked: [String] = []
@@ -101,15 +100,18 @@ package final class SecretServiceClient {
         let defaultCollection = try alias.objectPath()
         var collections: [SourceCollection] = []
         for path in paths {
-            var items: [SourceItem] = []
             var itemList = try property(path, SecretService.collectionInterface, "Items", "ao")
-            for item in try Self.objectPaths(&itemList) {
-                items.append(try read(item: item, secret: secrets, promptTimeout: promptTimeout))
-            }
+            let items = try Self.objectPaths(&itemList)
             var label = try property(path, SecretService.collectionInterface, "Label", "s")
             collections.append(SourceCollection(path: path, label: try label.secretString(), items: items, isDefault: path == defaultCollection))
         }
         return collections
+    }
+
+    /// One item: label and attributes, and with `secret` its secret and content type (an item
+    /// locked on its own, as KeePassXC and KWallet have them, unlocked through the prompt first).
+    package func item(_ path: String, secret: Bool, promptTimeout: Duration) throws(BusError) -> SourceItem {
+        try read(item: path, secret: secret, promptTimeout: promptTimeout)
     }
 
     private func read(item path: String, secret: Bool, promptTimeout: Duration) throws(BusError) -> SourceItem {

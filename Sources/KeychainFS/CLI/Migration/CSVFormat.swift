@@ -34,7 +34,7 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
     /// Bitwarden: folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp.
     /// 1Password 8: Title,Url,Username,Password,OTPAuth,Favorite,Archived,Tags,Notes.
     /// Chromium (and Chrome, Edge, Brave): name,url,username,password,note.
-    private var columns: [Role: String] {
+    var columns: [Role: String] {
         switch self {
         case .keepassxc:
             [.group: "group", .title: "title", .username: "username", .password: "password", .url: "url", .notes: "notes", .totp: "totp"]
@@ -48,58 +48,10 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
         }
     }
 
-    private var required: Set<Role> { [.title, .password] }
-
-    /// The rows of an export (its header first) as dictionaries of items below `base`.
-    func dictionaries(_ csv: CSVText, below base: VaultPath, file: String, readingSecrets: Bool) throws(VaultError) -> [IncomingDictionary] {
-        let records = csv.records
-        guard let header = records.first else { throw .invalidArgument("\(file): empty; a \(rawValue) export starts with its header") }
-        let names = header.map { csv.text($0).lowercased() }
-        var index: [Role: Int] = [:]
-        for (role, name) in columns {
-            if let found = names.firstIndex(of: name) { index[role] = found }
-        }
-        let missing = required.filter { index[$0] == nil }.map { columns[$0]! }.sorted()
-        guard missing.isEmpty else {
-            throw .invalidArgument("\(file): no column \(missing.joined(separator: ", ")): not a \(rawValue) CSV export")
-        }
-        var order: [VaultPath] = []
-        var items: [VaultPath: [IncomingItem]] = [:]
-        for (number, record) in records.dropFirst().enumerated() {
-            guard record.count == header.count else {
-                throw .invalidArgument("\(file): record \(number + 1) has \(record.count) fields, the header \(header.count)")
-            }
-            func field(_ role: Role) -> CSVField? {
-                guard let at = index[role], !record[at].isEmpty else { return nil }
-                return record[at]
-            }
-            let path = try dictionary(of: field(.group), in: csv, below: base)
-            if items[path] == nil { order.append(path) }
-            let isNote = field(.type).map { csv.equals($0, "note") } ?? false
-            var attributes: [Attribute] = []
-            if let username = field(.username) { attributes.append(Attribute(name: try AttributeName("username"), value: try csv.copy(username))) }
-            if let url = field(.url) { attributes.append(Attribute(name: try AttributeName("url"), value: try csv.copy(url))) }
-            if !isNote, let notes = field(.notes) { attributes.append(Attribute(name: try AttributeName("notes"), value: try csv.copy(notes))) }
-            if let fields = field(.fields) { attributes.append(Attribute(name: try AttributeName("fields"), value: try csv.copy(fields))) }
-            let title = field(.title) ?? field(.url)
-            let label = try Self.copy(title, in: csv)
-            let secret = isNote ? field(.notes) : field(.password)
-            let content: SecureBuffer?
-            if readingSecrets { content = try Self.copy(secret, in: csv) } else { content = nil }
-            var found = [IncomingItem(label: label, attributes: attributes, content: content)]
-            if let totp = field(.totp) {
-                let totpLabel = try Self.joined(title, " TOTP", in: csv)
-                found.append(IncomingItem(label: totpLabel, attributes: attributes,
-                                          content: readingSecrets ? try csv.copy(totp) : nil))
-            }
-            items[path, default: []].append(contentsOf: found)
-        }
-        if order.isEmpty { order.append(base) }
-        return order.map { IncomingDictionary(path: $0, label: nil, items: items[$0] ?? []) }
-    }
+    var required: Set<Role> { [.title, .password] }
 
     /// A group's or folder's path ('/'-separated, each part named as a label is) below `base`.
-    private func dictionary(of group: CSVField?, in csv: CSVText, below base: VaultPath) throws(VaultError) -> VaultPath {
+    func dictionary(of group: CSVField?, in csv: CSVText, below base: VaultPath) throws(VaultError) -> VaultPath {
         guard let group else { return base }
         var parts: [ItemName] = []
         try csv.bytes.withUnsafeBytes { (all) throws(VaultError) in
@@ -114,12 +66,12 @@ enum CSVFormat: String, CaseIterable, ExpressibleByArgument {
     }
 
     /// A field's bytes, or none for an empty or missing one.
-    private static func copy(_ field: CSVField?, in csv: CSVText) throws(VaultError) -> SecureBuffer {
+    static func copy(_ field: CSVField?, in csv: CSVText) throws(VaultError) -> SecureBuffer {
         guard let field else { return try SecureBuffer(capacity: 0) }
         return try csv.copy(field)
     }
 
-    private static func joined(_ field: CSVField?, _ suffix: String, in csv: CSVText) throws(VaultError) -> SecureBuffer {
+    static func joined(_ field: CSVField?, _ suffix: String, in csv: CSVText) throws(VaultError) -> SecureBuffer {
         let tail = Array(suffix.utf8)
         var joined = try SecureBuffer(capacity: (field?.range.count ?? 0) + tail.count)
         joined.withUnsafeMutableStorage { storage in

@@ -1,16 +1,16 @@
 import VaultCore
 
-/// The dictionary a migration fills: its path here, the label it gets when made (a
-/// collection's), and the items that go in it.
+/// A dictionary a migration fills: its path here, the label it gets when made (a
+/// collection's), and how many items its source has for it.
 final class IncomingDictionary {
     let path: VaultPath
     let label: SecureBuffer?
-    let items: [IncomingItem]
+    let count: Int
 
-    init(path: VaultPath, label: consuming SecureBuffer?, items: [IncomingItem]) {
+    init(path: VaultPath, label: consuming SecureBuffer?, count: Int) {
         self.path = path
         self.label = label
-        self.items = items
+        self.count = count
     }
 
     /// A dictionary named after `label` as a Secret Service names an item after its label:
