@@ -408,9 +408,31 @@ package final class BusConnection: @unchecked Sendable {
             }
             throw .failed("\(destination) did not answer \(interface).\(member): \(BusConnection.errorText(rc))")
         }
+        // A reply may carry secrets (a Secret Service's GetSecret): sd-bus wipes it when freed.
+        sd_bus_message_sensitive(reply)
         let held = HeldReference(reply)
         sd_bus_message_unref(reply)
         return BusReader(message: held.message, owner: held)
+    }
+
+    /// Before run(), or on the loop thread, for a client waiting on a signal (a Secret Service
+    /// prompt's Completed): dispatches what arrives, signal handlers included, until `done()`
+    /// holds or `timeout` passes; whether it held.
+    package func process(until done: () -> Bool, timeout: Duration) throws(BusError) -> Bool {
+        precondition(isLoopThread, "a D-Bus connection driven off the loop thread")
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !done() {
+            let processed = sd_bus_process(bus, nil)
+            guard processed >= 0 else { throw .connection("the bus connection failed: \(BusConnection.errorText(processed))") }
+            if processed > 0 { continue }
+            let remaining = deadline - clock.now
+            guard remaining > .zero else { return false }
+            let (seconds, attoseconds) = remaining.components
+            let waited = sd_bus_wait(bus, UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000) + 1)
+            guard waited >= 0 || waited == -EINTR else { throw .connection("the bus connection failed: \(BusConnection.errorText(waited))") }
+        }
+        return true
     }
 
     /// sd-bus returns negative errno values.

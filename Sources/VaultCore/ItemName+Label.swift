@@ -8,7 +8,7 @@ extension ItemName {
     /// The label made a name, before any number is added: UTF-8 kept, '/', control characters
     /// and invalid sequences each made '_', spaces trimmed at both ends, a leading '.' made '_'
     /// (no hidden files, no "." or ".."), "item" when nothing is left. Not yet cut to fit.
-    static func base(fromLabel label: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer {
+    public static func base(fromLabel label: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer {
         // Each scalar or bad sequence becomes itself or one '_': never longer than the label.
         var base = try SecureBuffer(capacity: max(label.count, fallback.utf8CodeUnitCount))
         label.withUnsafeBytes { input in
@@ -49,7 +49,7 @@ extension ItemName {
 
     /// `base` with " `number`" after it (nothing for 1), `base` cut on a character boundary
     /// (and its trailing spaces trimmed) so that the whole fits in `maximumBytes`.
-    init(base: borrowing SecureBuffer, number: Int) throws(VaultError) {
+    public init(base: borrowing SecureBuffer, number: Int) throws(VaultError) {
         let suffix = number > 1 ? Array(" \(number)".utf8) : []
         var name = try SecureBuffer(capacity: ItemName.maximumBytes)
         base.withUnsafeBytes { bytes in
