@@ -17,7 +17,7 @@ extension SecretService {
         var reader = call.arguments()
         let name = try reader.string()
         guard let algorithm = TransportAlgorithm(name: name) else {
-            throw .notSupported("unsupported session algorithm; this service offers plain and dh-ietf1024-sha256_aes128-cbc-pkcs7")
+            throw .notSupported("unsupported session algorithm; this service offers plain and dh-ietf1024-sha256-aes128-cbc-pkcs7")
         }
         switch algorithm {
         case .plain:

@@ -76,10 +76,13 @@ import Testing
 
     @Test func secretstorageWithBothSessionAlgorithms() throws {
         let s = try SecretServiceFixture()
-        // secretstorage opens a dh-ietf1024-sha256_aes128-cbc-pkcs7 session.
+        // secretstorage opens a dh-ietf1024-sha256-aes128-cbc-pkcs7 session.
         let encrypted = try s.python("""
             import secretstorage
+            from secretstorage.util import open_session
             connection = secretstorage.dbus_init()
+            # secretstorage falls back to plain on NotSupported: the session must really be DH.
+            assert open_session(connection).encrypted, 'secretstorage fell back to a plain session'
             collection = secretstorage.get_default_collection(connection)
             assert collection.is_locked() is False
             item = collection.create_item('Encrypted one', {'app': 'ss', 'kind': 'dh'}, b'\\x00binary\\xffsecret', replace=True)
@@ -181,7 +184,7 @@ import Testing
             results.append(error(lambda: collection.CreateItem(props('big', {}), secret(session, b'x' * (2 << 20)), False)))
             results.append(error(lambda: collection.CreateItem(props('bad', {'': 'v'}), secret(session, b'v'), False)))
             results.append(error(lambda: service.OpenSession('rot13', dbus.String('', variant_level=1))))
-            results.append(error(lambda: service.OpenSession('dh-ietf1024-sha256_aes128-cbc-pkcs7', dbus.ByteArray(b'\\x01', variant_level=1))))
+            results.append(error(lambda: service.OpenSession('dh-ietf1024-sha256-aes128-cbc-pkcs7', dbus.ByteArray(b'\\x01', variant_level=1))))
             # a client that opens sessions in a loop runs out; the service does not
             opened = [plain_session() for _ in range(63)]
             results.append(error(plain_session))

@@ -188,8 +188,9 @@ private func adding(_ delta: Int, to value: [UInt8]) -> [UInt8] {
 
     @Test func algorithmNames() {
         #expect(TransportAlgorithm(name: "plain") == .plain)
-        #expect(TransportAlgorithm(name: "dh-ietf1024-sha256_aes128-cbc-pkcs7") == .dhIETF1024SHA256AES128CBCPKCS7)
-        #expect(TransportAlgorithm(name: "dh-ietf1024-sha256-aes128-cbc-pkcs7") == nil)
+        // The spec's name, as libsecret, secretstorage and gnome-keyring spell it.
+        #expect(TransportAlgorithm(name: "dh-ietf1024-sha256-aes128-cbc-pkcs7") == .dhIETF1024SHA256AES128CBCPKCS7)
+        #expect(TransportAlgorithm(name: "dh-ietf1024-sha256_aes128-cbc-pkcs7") == nil)
         #expect(TransportAlgorithm(name: "PLAIN") == nil)
         #expect(TransportAlgorithm(name: "") == nil)
     }

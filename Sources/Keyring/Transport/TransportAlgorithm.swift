@@ -9,7 +9,7 @@ enum TransportAlgorithm: Sendable {
     init?(name: String) {
         switch name {
         case "plain": self = .plain
-        case "dh-ietf1024-sha256_aes128-cbc-pkcs7": self = .dhIETF1024SHA256AES128CBCPKCS7
+        case "dh-ietf1024-sha256-aes128-cbc-pkcs7": self = .dhIETF1024SHA256AES128CBCPKCS7
         default: return nil
         }
     }
