@@ -1,4 +1,5 @@
 import Admission
+import FUSEDriver
 import Glibc
 import Support
 import VaultCore
@@ -15,13 +16,18 @@ import VaultCore
 /// Request: `cmd VERB N`, then an N-byte payload (ControlRequest says its fields). Reply:
 /// `ok N` and N bytes, or `error STATUS MESSAGE`; for `export`, frames (ControlRequest).
 extension ControlServer {
-    /// Above the largest item the vault takes: its attributes and path besides.
-    static let maximumPayloadBytes = 16 << 20
+    /// Room beside an item's content for its path and attributes.
+    static let payloadOverheadBytes = 1 << 20
 
     func serveCommand(_ connection: Int32, _ verb: ControlRequest, payloadBytes count: Int, sender: MessageSender) {
         let caller = sender.context
         do throws(VaultError) {
-            var payload = try SecureBuffer(capacity: max(count, 1))
+            // Bounded by the largest item this vault takes, and grown as bytes come: a client
+            // announcing much and sending little holds little locked memory.
+            guard count <= served.vault.itemSizeLimit + ControlServer.payloadOverheadBytes else {
+                throw .itemTooLarge(size: count, limit: served.vault.itemSizeLimit)
+            }
+            var payload = try SecureBuffer(capacity: min(max(count, 1), 65536))
             guard try readPayload(connection, into: &payload, exactly: count, from: sender) else {
                 refuse(connection, .shortPayload, .usage, "short request, or written by another process than the request line")
                 return
@@ -63,10 +69,12 @@ extension ControlServer {
             try writer.integer(Int64(vault.itemSizeLimit))
         case .item:
             // The reply is the content itself.
+            // The node the rules admitted is the one read, whatever the path names meanwhile.
             let path = try reader.path()
             let node = try vault.node(at: path)
+            guard node.kind == .item else { throw .isADictionary(path.description) }
             try admit([AccessCheck(access: .read, target: .node(node.id), isItemOpen: true)], caller)
-            let content = try vault.read(path)
+            let content = try vault.item(node.id).takeContent()
             try content.withUnsafeBytes { (raw) throws(VaultError) in try writer.raw(raw) }
         case .list:
             let path = try reader.path()
@@ -89,34 +97,33 @@ extension ControlServer {
             try NodeSummary(node).write(to: &writer)
             try writer.accessibility(node.kind == .dictionary ? try vault.effectiveDefaultClass(at: path) : nil)
         case .attributes:
-            let path = try reader.path()
-            try admit([.read(try inode(of: path))], caller)
-            try writer.attributes(try vault.attributes(at: path))
+            let node = try vault.node(at: try reader.path())
+            try admit([.read(UInt64(node.id.rawValue))], caller)
+            try writer.attributes(try vault.attributes(of: node.id))
         case .attribute:
-            let path = try reader.path()
+            let node = try vault.node(at: try reader.path())
             let name = try reader.attributeName()
-            try admit([.read(try inode(of: path))], caller)
-            try writer.secret(try vault.attribute(name, at: path))
+            try admit([.read(UInt64(node.id.rawValue))], caller)
+            try writer.secret(try vault.attribute(name, of: node.id))
         case .setAttribute, .removeAttribute:
             let path = try reader.path()
             let name = try reader.attributeName()
             let node = try vault.node(at: path)
             try admit([.write(UInt64(node.id.rawValue))], caller)
             if verb == .setAttribute {
-                try vault.setAttribute(name, to: try reader.secret(), at: path)
+                try vault.setAttribute(name, to: try reader.secret(), of: node.id)
             } else {
-                try vault.removeAttribute(name, at: path)
+                try vault.removeAttribute(name, of: node.id)
             }
             served.mountCache?.dropNode(node.id)
         case .label:
-            let path = try reader.path()
-            try admit([.read(try inode(of: path))], caller)
-            try writer.optionalSecret(try vault.property(.label, at: path))
+            let node = try vault.node(at: try reader.path())
+            try admit([.read(UInt64(node.id.rawValue))], caller)
+            try writer.optionalSecret(try vault.property(.label, of: node.id))
         case .setLabel:
-            let path = try reader.path()
-            let node = try vault.node(at: path)
+            let node = try vault.node(at: try reader.path())
             try admit([.write(UInt64(node.id.rawValue))], caller)
-            try vault.setProperty(.label, to: try reader.optionalSecret(), at: path)
+            try vault.setProperty(.label, to: try reader.optionalSecret(), of: node.id)
             served.mountCache?.dropNode(node.id)
         case .find:
             let pairs = try reader.attributes()
@@ -125,7 +132,7 @@ extension ControlServer {
             try writer.integer(UInt32(found.count))
             for path in found {
                 try writer.path(path)
-                if details { try writer.attributes(try vault.attributes(at: path)) }
+                if details { try writer.attributes(try vault.attributes(at: path)) }  // admitted to read it
             }
         case .store:
             let path = try reader.path()
@@ -164,7 +171,10 @@ extension ControlServer {
         case .rules:
             let path = try reader.path()
             try admit([.list(try inode(of: path))], caller)
-            let sets = try vault.ruleSets(at: path)
+            // A ruled entry inside a dictionary the caller may not list is not shown: its name is.
+            let sets = try vault.ruleSets(at: path).filter { (ruled, _) in
+                ruled.components.count == path.components.count || mayList(ruled.parent, caller)
+            }
             try writer.integer(UInt32(sets.count))
             for (ruled, set) in sets {
                 try writer.path(ruled)
@@ -174,7 +184,9 @@ extension ControlServer {
         case .log:
             let since = try reader.flag() ? try reader.integer(Int64.self) : nil
             let after = try reader.flag() ? try reader.integer(Int64.self) : nil
-            try admitEverywhere(caller)
+            // Logged when refused only: `log --follow` asks five times a second, and each
+            // allowed check recorded would be printed back to it, and push history out.
+            try admitEverywhere(caller, recordingAllowed: false)
             let reading = try vault.accessLog(since: since, afterSequence: after)
             try writer.integer(UInt32(reading.entries.count))
             for entry in reading.entries { try AccessLogEntryWire.write(entry, to: &writer) }
@@ -199,7 +211,9 @@ extension ControlServer {
             excluded.insert(excluding)
         }
         try reader.finish()
-        try admitEverywhere(caller)
+        // Never exported, whatever the client asks: sealed to this machine.
+        excluded.insert(.thisDeviceOnly)
+        try admitEverywhere(caller, recordingAllowed: true)
         served.locking.noteActivity()
         ControlSocket.send(connection, "ok 0")
         var record = try SecureBuffer(capacity: 4096)
@@ -272,26 +286,35 @@ extension ControlServer {
 
     /// A read of every node with rules: what the log and an export show is the whole vault, so
     /// every rule must admit the caller (a vault without rules admits everyone).
-    private func admitEverywhere(_ caller: RequestContext) throws(VaultError) {
+    private func admitEverywhere(_ caller: RequestContext, recordingAllowed: Bool) throws(VaultError) {
         let ruled = try served.vault.ruleSets().map(\.path)
         var checks: [AccessCheck] = []
         for path in ruled {
             let node = try served.vault.node(at: path)
-            checks.append(.read(UInt64(node.id.rawValue)))
-            if node.kind == .dictionary { checks.append(.list(UInt64(node.id.rawValue))) }
+            let id = NodeID(node.id.rawValue)
+            checks.append(AccessCheck(access: .read, target: .node(id), isDescriptorUse: !recordingAllowed))
+            if node.kind == .dictionary { checks.append(AccessCheck(access: .list, target: .node(id), isDescriptorUse: !recordingAllowed)) }
         }
         if checks.isEmpty { checks = [.list(UInt64(NodeID.root.rawValue))] }
         try admit(checks, caller)
     }
 
-    /// As the Secret Service's search: an item the caller may not read, or in a dictionary it
-    /// may not list, is not found (a match would tell it the attribute's value).
+    /// An item the caller may not read, or in a dictionary it may not list, is not found (a
+    /// match would tell it the attribute's value), as in the Secret Service's search; nor is
+    /// one a `--confirm` rule governs: the path and attributes `find` prints are not worth a
+    /// dialog each, and they are never given unasked.
     private func mayFind(_ path: VaultPath, _ caller: RequestContext) -> Bool {
         guard let item = try? served.vault.node(at: path), let parent = try? served.vault.node(at: path.parent) else { return false }
-        if case .refused = served.gate.evaluate([.list(UInt64(parent.id.rawValue)), .read(UInt64(item.id.rawValue))], caller) {
-            return false
+        if case .allowed = served.gate.evaluate([.list(UInt64(parent.id.rawValue)), .read(UInt64(item.id.rawValue))], caller) {
+            return true
         }
-        return true
+        return false
+    }
+
+    private func mayList(_ path: VaultPath, _ caller: RequestContext) -> Bool {
+        guard let dictionary = try? served.vault.node(at: path) else { return false }
+        if case .allowed = served.gate.evaluate([.list(UInt64(dictionary.id.rawValue))], caller) { return true }
+        return false
     }
 
     /// The mount shows a change made here at once, as it shows one made over D-Bus.
@@ -312,16 +335,19 @@ extension ControlServer {
         }
     }
 
-    /// The payload's bytes, all from the writer of the request line; false on an early end or
-    /// bytes from anyone else.
+    /// The payload's bytes, all from the writer of the request line, within 30 s in all;
+    /// false on an early end, a late one, or bytes from anyone else. The buffer grows as bytes
+    /// come (doubling), so what a client announces is not what it holds.
     func readPayload(_ connection: Int32, into buffer: inout SecureBuffer, exactly count: Int,
-                             from sender: MessageSender) throws(VaultError) -> Bool {
-        try buffer.reserve(count)
+                     from sender: MessageSender) throws(VaultError) -> Bool {
+        let deadline = FileSystem.monotonicSeconds() + 30
         while buffer.count < count {
+            guard FileSystem.monotonicSeconds() <= deadline else { return false }
+            try buffer.reserve(min(count, buffer.count + 65536))
             var from: MessageSender? = nil
             let before = buffer.count
             buffer.withUnsafeMutableStorage { storage in
-                let room = UnsafeMutableRawBufferPointer(rebasing: storage[before..<count])
+                let room = UnsafeMutableRawBufferPointer(rebasing: storage[before..<min(count, storage.count)])
                 let got: Int
                 (got, from) = MessageSender.receive(connection, into: room)
                 return before + max(got, 0)

@@ -46,6 +46,7 @@ final class ControlServer: Sendable {
                 // One thread per request: a client that says nothing holds up no one else.
                 HelperThread.start { [self] in
                     serve(connection)
+                    ControlServer.discardUnread(connection)
                     close(connection)
                 }
             }
@@ -54,6 +55,18 @@ final class ControlServer: Sendable {
 
     func stop() {
         unlink(path)
+    }
+
+    /// A Unix socket closed with bytes unread resets its peer, which may then lose the reply
+    /// already sent (a refusal of a request whose payload was never read): what has arrived
+    /// is read and dropped first, without waiting for more.
+    private static func discardUnread(_ connection: Int32) {
+        shutdown(connection, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<16 {
+            guard recv(connection, &scratch, scratch.count, Int32(MSG_DONTWAIT)) > 0 else { break }
+        }
+        for index in scratch.indices { scratch[index] = 0 }
     }
 
     private func serve(_ connection: Int32) {
@@ -65,6 +78,10 @@ final class ControlServer: Sendable {
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // A client that stops reading cannot hold this thread, its reply's plaintext, or an
+        // export's read of the vault (which other requests wait for) longer than this.
+        var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         MessageSender.enable(on: connection)
         // The request line is short and parsed as bytes, then wiped: a passphrase sent by
         // mistake in its place must not linger in a Swift string.
@@ -112,7 +129,7 @@ final class ControlServer: Sendable {
             serveSecret(connection, listing: words[0] == "list", pathBytes: count, sender: sender)
         case "cmd":
             guard words.count == 3, let verb = ControlRequest(rawValue: words[1]), words[2].allSatisfy(\.isNumber),
-                  let count = Int(words[2]), (0...ControlServer.maximumPayloadBytes).contains(count) else {
+                  let count = Int(words[2]), count >= 0 else {
                 refuse(connection, .malformedCommand, .usage, "malformed command request")
                 return
             }

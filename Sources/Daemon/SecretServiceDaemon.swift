@@ -34,17 +34,28 @@ package enum SecretServiceDaemon {
                                          unlockCommand: request.vault.passphraseCommand, mountCache: nil,
                                          replace: request.replaceSecretService)
         // The command line reaches this vault through the control socket, as it reaches a mount's.
+        // Without it (a runtime directory too long for a socket's path, or not ours) the bus
+        // is still served, and the command line asks for the passphrase: one line says so.
         let record = RuntimeState.MountRecord(pid: getpid(), mountpoint: nil, vault: vaultPath)
-        let control = try ControlServer(serving: ServedVault(vault: vault, gate: gate, locking: locking, mountCache: nil,
+        var control: ControlServer? = nil
+        do throws(CommandFailure) {
+            control = try ControlServer(serving: ServedVault(vault: vault, gate: gate, locking: locking, mountCache: nil,
                                                              mountpoint: nil, shownVault: shown, idleLockSeconds: nil,
                                                              idleSeconds: { 0 }),
                                         at: record)
-        defer {
-            RuntimeState.remove(record)
-            control.stop()
+        } catch {
+            Terminal.printError("no control socket, so the command line cannot reach this service: " + error.message)
         }
-        control.start()
-        RuntimeState.write(record)
+        defer {
+            if let control {
+                RuntimeState.remove(record)
+                control.stop()
+            }
+        }
+        if let control {
+            control.start()
+            RuntimeState.write(record)
+        }
         gate.startRefreshing()
         let waitedFor = ending
         HelperThread.start {

@@ -1,3 +1,4 @@
+import Daemon
 import Foundation
 import Glibc
 import Testing
@@ -124,6 +125,42 @@ import Testing
             let log = (try? m.cli.cli(["log", "--denied"]))?.stdoutText ?? ""
             return log.split(separator: "\n").contains { $0.contains("keychainfs") && $0.contains("denied (") && $0.hasSuffix("  app/token") }
         })
+    }
+
+    /// Requests no keychainfs sends: each gets one clear error, and the daemon goes on.
+    @Test func aHostileClientGetsClearErrorsAndTheDaemonGoesOn() throws {
+        let m = try MountFixture()
+        try #require(try m.cli.cli(["set", "app/token"], stdin: Data("s3cret".utf8)).exitStatus == .success)
+        let script = """
+            import socket, sys
+            def ask(data, close_early=False):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.sendall(data)
+                if close_early:
+                    s.shutdown(socket.SHUT_WR)
+                reply = b''
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    reply += chunk
+                print(reply.decode(errors='replace').strip() or '(closed)')
+            ask(b'cmd item 99999999999\\n')
+            ask(b'cmd nosuchverb 3\\nabc')
+            ask(b'cmd item 3\\nabc')
+            ask(b'cmd item 100\\n' + b'x' * 10, close_early=True)
+            ask(b'cmd store 12\\n' + b'\\xff' * 12)
+            """
+        let result = try run("/usr/bin/python3", ["-c", script, RuntimeState.socketPath(for: m.mountpoint)])
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        try #require(lines.count == 5, "\(result.stdoutText) \(result.stderr)")
+        #expect(lines[0].hasPrefix("error 7 ") && lines[0].contains("too large"), "\(lines[0])")
+        #expect(lines[1] == "error 64 malformed command request", "\(lines[1])")
+        #expect(lines[2].hasPrefix("error 7 malformed control message"), "\(lines[2])")
+        #expect(lines[3].hasPrefix("error 64 short request"), "\(lines[3])")
+        #expect(lines[4].hasPrefix("error 7 malformed control message"), "\(lines[4])")
+        #expect(try bare(m.vault, ["get", "app/token"]).stdoutText == "s3cret")
     }
 
     @Test func severalVaultsTheOneVaultNamesElseTheDefault() throws {
