@@ -26,3 +26,13 @@ def connect_then_exec(path, admitted):
         os.waitpid(child, 0)
 
     return shared, release
+
+
+def whole_reply(s):
+    """Everything the daemon writes until it closes the connection (it does, once it answered)."""
+    reply = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            return reply.decode(errors="replace")
+        reply += chunk
