@@ -110,7 +110,23 @@ package final class TPMConnection {
         guard count <= destination.count else { throw .failed("the sealed object holds \(count) bytes, more than expected") }
         let bytes = UnsafeRawPointer(data) + MemoryLayout<TPM2B_SENSITIVE_DATA>.offset(of: \.buffer)!
         destination.baseAddress!.copyMemory(from: bytes, byteCount: count)
+        overwriteResponseBuffer(with: parent)
         return count
+    }
+
+    /// ESAPI decrypts a response in place, in the one buffer its SAPI context keeps for commands
+    /// and responses, and frees that buffer unwiped: the unsealed secret would stay there. The
+    /// storage root key's public area and names, read next, are a longer response (about 160
+    /// bytes; Unseal's data ends by byte 16 + 128) written over the same bytes.
+    private func overwriteResponseBuffer(with key: ESYS_TR) {
+        var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        var name: UnsafeMutablePointer<TPM2B_NAME>?
+        var qualifiedName: UnsafeMutablePointer<TPM2B_NAME>?
+        _ = Esys_ReadPublic(context, key, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                            &publicArea, &name, &qualifiedName)
+        Esys_Free(publicArea)
+        Esys_Free(name)
+        Esys_Free(qualifiedName)
     }
 
     /// The storage root key, derived again from the owner hierarchy's seed (owner authorization

@@ -49,7 +49,7 @@ public enum HostKey {
         if let key = try read(path) { return key }
         if let (connection, _) = reachableTPM() { return try createSealed(at: sealed, with: connection) }
         try makeDirectories(for: path)
-        var key = try newKey()
+        let key = try newKey()
         // Two first uses at once keep one key, the one linked first (NewFile never replaces).
         do {
             try key.withUnsafeBytes { (bytes) throws(Errno) in try NewFile.create(at: path, contents: bytes) }
