@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CTPM", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
 
         // System calls as typed values: swift-system's descriptors and Errno, EINTR and short
         // reads and writes handled once, files that appear whole or not at all.
@@ -33,10 +34,13 @@ let package = Package(
         // record layer and the engines share. The engines know nothing else of VaultCore, and
         // VaultCore no SQL: only the engines see CSQLite and CPostgres.
         .target(name: "VaultStorageKit"),
+        // Sealing a secret to the TPM (tpm2-tss ESAPI): what keeps this-device-only items' host
+        // key on this machine's chip when it has one. Knows nothing of vaults.
+        .target(name: "TPMSeal", dependencies: ["CTPM", "CSodium"]),
         .target(name: "StorageSQLite", dependencies: ["SystemCalls", "VaultStorageKit", "CSQLite"]),
         .target(name: "StoragePostgres", dependencies: ["SystemCalls", "VaultStorageKit", "CPostgres"]),
         .target(name: "VaultCore", dependencies: [
-            "Locking", "SystemCalls", "VaultStorageKit", "StorageSQLite", "StoragePostgres", "CSodium", "CLinux",
+            "Locking", "SystemCalls", "VaultStorageKit", "StorageSQLite", "StoragePostgres", "TPMSeal", "CSodium", "CLinux",
         ]),
 
         // The daemon's layers, each a module: an import that points up a layer does not compile.

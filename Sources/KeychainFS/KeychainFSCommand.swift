@@ -27,6 +27,10 @@ struct KeychainFSCommand: ParsableCommand {
 
     static func main() {
         ProcessHardening.apply()
+        // tpm2-tss logs every refused connection and TPM error to stderr, where `keychainfs`
+        // says what failed itself; set once here, before any thread, unless the user asks for
+        // its log (TSS2_LOG is read at its first message).
+        setenv("TSS2_LOG", "all+NONE", 0)
         refuseArgumentsThatAreNotUTF8()
         var arguments = Array(CommandLine.arguments.dropFirst())
         if BackgroundLaunch.startsDaemon(arguments) { BackgroundLaunch.serveLaunchedRequest() }

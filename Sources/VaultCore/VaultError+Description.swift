@@ -68,7 +68,7 @@ extension VaultError: CustomStringConvertible {
             return "\(what): no such access rule"
         case .otherDevice(let what):
             return "\(what): this item is this-device-only and cannot be read on this machine: it was sealed with another "
-                + "machine's host key (this machine's is \(HostKey.path)), or its record was damaged"
+                + "machine's host key (this machine's: \(HostKey.holder.description)), or its record was damaged"
         case .memberKeyRequired:
             return "this vault opens only with a member key: use --member (or --member-key FILE)"
         case .noKeySlotLeft(let name):

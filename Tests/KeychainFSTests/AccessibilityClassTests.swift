@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// A vault mounted with the environment given (a host key of its own), unmounted at the end.
-private final class EnvironmentMount {
+final class EnvironmentMount {
     let mountpoint: String
 
     init(vault: String, passphraseFile: String, directory: String, environment: [String: String]) throws {
@@ -124,8 +124,8 @@ private final class EnvironmentMount {
         #expect(errnoOf { open(m.path("plain"), O_RDONLY) } == EACCES)
     }
 
-    /// A copy of the vault, with its passphrase, opened with another host key: every other item
-    /// reads, the this-device-only one is refused with a clear error (CLI) and EACCES (mount).
+    /// A copy of the vault, with its passphrase, opened with another host key file (no TPM, even
+    /// on a machine that has one: see TPMHostKeyTests): every other item reads, the this-device-only one is refused with a clear error (CLI) and EACCES (mount).
     @Test func aCopyOnAnotherMachineRefusesThisDeviceOnlyItems() throws {
         let f = try CLIFixture()
         let here = f.directory + "/state-here/keychainfs/host.key"
@@ -133,7 +133,7 @@ private final class EnvironmentMount {
         func cli(_ arguments: [String], hostKey: String, vault: String? = nil) throws -> RunResult {
             var args = arguments
             args.insert(contentsOf: ["--vault", vault ?? f.vault, "--passphrase-file", f.passphraseFile], at: 1)
-            return try run(keychainfsBinary, args, environment: ["KEYCHAINFS_HOST_KEY": hostKey])
+            return try run(keychainfsBinary, args, environment: ["KEYCHAINFS_HOST_KEY": hostKey, "KEYCHAINFS_TCTI": "none"])
         }
         #expect(try cli(["set", "local", "bound to this machine", "--class", "this-device-only"], hostKey: here).exitStatus == .success)
         #expect(try cli(["set", "shared", "anywhere"], hostKey: here).exitStatus == .success)
@@ -155,13 +155,13 @@ private final class EnvironmentMount {
 
         do {
             let mount = try EnvironmentMount(vault: copy, passphraseFile: f.passphraseFile, directory: f.directory,
-                                             environment: ["KEYCHAINFS_HOST_KEY": there])
+                                             environment: ["KEYCHAINFS_HOST_KEY": there, "KEYCHAINFS_TCTI": "none"])
             #expect(readFile(mount.mountpoint + "/shared") == Array("anywhere".utf8))
             #expect(errnoOf { open(mount.mountpoint + "/local", O_RDONLY) } == EACCES)
         }
         do {
             let mount = try EnvironmentMount(vault: f.vault, passphraseFile: f.passphraseFile, directory: f.directory,
-                                             environment: ["KEYCHAINFS_HOST_KEY": here])
+                                             environment: ["KEYCHAINFS_HOST_KEY": here, "KEYCHAINFS_TCTI": "none"])
             #expect(readFile(mount.mountpoint + "/local") == Array("bound to this machine".utf8))
         }
     }

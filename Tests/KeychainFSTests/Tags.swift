@@ -7,6 +7,8 @@ extension Tag {
     @Tag static var mount: Self
     /// Starts a PostgreSQL server of its own.
     @Tag static var postgres: Self
+    /// Starts a software TPM of its own (swtpm).
+    @Tag static var tpm: Self
     /// Starts a private D-Bus daemon.
     @Tag static var bus: Self
     /// Takes more than about 3 s on a 2-core machine.

@@ -47,7 +47,7 @@ package final class PostgresServer {
         self.options = options
         directory = "/tmp/kcfs-pg-" + UUID().uuidString.prefix(8)
         socketDirectory = directory + "/socket"
-        port = options.tcp ? try PostgresServer.freePort() : 5432
+        port = options.tcp ? try freeLocalPort() : 5432
         let data = directory + "/data"
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
         if let tls = options.tls {
@@ -116,24 +116,6 @@ package final class PostgresServer {
     /// `setpriv` execs the command itself, so the process started is the server, signalled by pid.
     private static func asServerUser(_ command: [String]) -> [String] {
         getuid() == 0 ? ["--reuid", "postgres", "--regid", "postgres", "--init-groups", "--"] + command : ["--"] + command
-    }
-
-    /// A port nothing listens on now: the kernel's pick for a socket bound to port 0.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw FixtureError("socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw FixtureError("bind: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Fast shutdown (SIGINT), waited for.

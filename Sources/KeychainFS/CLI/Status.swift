@@ -1,6 +1,7 @@
 import ArgumentParser
 import Daemon
 import Support
+import VaultCore
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +15,7 @@ struct Status: ParsableCommand {
         try reportingFailures { () throws(CommandFailure) in
             if let mountpoint {
                 let status = try Status.ask(socket: RuntimeState.socketPath(for: Mountpoint.resolved(mountpoint)))
-                Terminal.writeAll(1, (json ? try MountStatus.json(status) : Status.describe(status)) + "\n")
+                Terminal.writeAll(1, (json ? try MountStatus.json(status) : Status.describe(status) + "\n" + Status.hostKeyLine) + "\n")
                 return
             }
             // A record whose daemon is gone (killed) answers nothing: it is not a mount.
@@ -22,10 +23,14 @@ struct Status: ParsableCommand {
             if json {
                 Terminal.writeAll(1, try MountStatus.json(statuses) + "\n")
             } else {
-                Terminal.writeAll(1, statuses.isEmpty ? "no keychainfs mounts\n" : statuses.map(Status.describe).joined(separator: "\n") + "\n")
+                Terminal.writeAll(1, (statuses.isEmpty ? "no keychainfs mounts\n" : statuses.map(Status.describe).joined(separator: "\n") + "\n")
+                    + Status.hostKeyLine + "\n")
             }
         }
     }
+
+    /// What holds this machine's host key: the TPM, or a file, and why.
+    static var hostKeyLine: String { "this-device-only items: " + HostKey.holder.description }
 
     private static func ask(socket: String) throws(CommandFailure) -> MountStatus {
         try MountStatus(reply: ControlSocket.request(socket: socket, "status"))

@@ -143,8 +143,15 @@ struct NodeStore {
     private func content(of record: NodeRecord, sealed: [UInt8]?) throws(VaultError) -> SecureBuffer {
         let accessibility = record.attributes.accessibility
         guard let sealed else { throw .integrityFailure(describe(record.id)) }
-        guard let content = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
-                                                   expectedCount: record.attributes.size, accessibility: accessibility) else {
+        let opened: SecureBuffer?
+        do {
+            opened = try cipher.openContent(sealed, record.place, generation: record.attributes.contentGeneration,
+                                            expectedCount: record.attributes.size, accessibility: accessibility)
+        } catch .otherDevice {
+            // A host key sealed by another TPM (or by none here) refuses as another host key does.
+            opened = nil
+        }
+        guard let content = opened else {
             // Another host key and a damaged record look the same to the cipher; the class
             // says which is likely, and the message names both.
             throw accessibility == .thisDeviceOnly ? .otherDevice(describe(record.id)) : .integrityFailure(describe(record.id))

@@ -1,0 +1,9 @@
+/// Why the TPM did not seal or unseal: the caller falls back, refuses as another machine, or reports.
+package enum TPMFailure: Error, Equatable {
+    /// No TPM answers at the configuration named (no device, nothing listening).
+    case unreachable(String)
+    /// The sealed object was made under another TPM's storage root key (or was altered).
+    case otherTPM
+    /// The TPM answered with an error, or the blob is not a sealed object.
+    case failed(String)
+}
