@@ -37,8 +37,6 @@ final class PostgresConnection: @unchecked Sendable {
     /// Statements whose results nothing waits for, held until one that is waited for (or
     /// `flush`) sends them all ahead of it in one round trip (libpq's pipeline mode).
     private var deferred: [Statement] = []
-    /// Round trips to the server so far (each send that is then waited for), for tests and the bench.
-    package private(set) var roundTrips = 0
     /// What `listen` was asked for, listened to again on every new connection.
     private var channels: [String] = []
     /// Why the connection was lost, while it is; what calls fail with until it is back.
@@ -217,7 +215,6 @@ final class PostgresConnection: @unchecked Sendable {
     /// Flushes what was sent without blocking (a large value to a server that stopped reading
     /// would otherwise block in write(2) past any deadline); gives the deadline for the answer.
     private func sent(_ connection: OpaquePointer) throws(VaultError) -> Double {
-        roundTrips += 1
         let deadline = PostgresConnection.now() + Double(location.queryTimeoutSeconds)
         while true {
             let flushed = PQflush(connection)
