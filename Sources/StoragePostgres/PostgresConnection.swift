@@ -31,6 +31,12 @@ final class PostgresConnection: @unchecked Sendable {
     private let location: PostgresLocation
     /// Statement names by SQL text; prepared once per connection.
     private var statements: [String: String] = [:]
+    /// Names statements take, never one twice on a connection: a batch that failed forgets what
+    /// it prepared, which the server may or may not have kept.
+    private var statementNumber = 0
+    /// Statements whose results nothing waits for, held until one that is waited for (or
+    /// `flush`) sends them all ahead of it in one round trip (libpq's pipeline mode).
+    private var deferred: [Statement] = []
     /// What `listen` was asked for, listened to again on every new connection.
     private var channels: [String] = []
     /// Why the connection was lost, while it is; what calls fail with until it is back.
@@ -104,6 +110,7 @@ final class PostgresConnection: @unchecked Sendable {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         statements = [:]
+        deferred = []
         generation += 1
         do {
             // Durability is the commit's: a server, database or role that turned it off is
@@ -116,6 +123,7 @@ final class PostgresConnection: @unchecked Sendable {
             if let handle { PQfinish(handle) }
             handle = nil
             statements = [:]
+            deferred = []
             retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
             throw error
         }
@@ -148,6 +156,7 @@ final class PostgresConnection: @unchecked Sendable {
         if let handle { PQfinish(handle) }
         handle = nil
         statements = [:]
+        deferred = []
         if lost == nil {
             lost = reason
             observer?(.lost(reason: reason))
@@ -164,6 +173,12 @@ final class PostgresConnection: @unchecked Sendable {
     /// Whether the connection is up; false from a loss until a call connects again.
     var isConnected: Bool { handle != nil }
 
+    /// Connects again now if the connection was lost: a transaction whose first statements
+    /// are deferred would otherwise find the loss inside itself, where no reconnecting happens.
+    func reconnectIfLost() throws(VaultError) {
+        _ = try live()
+    }
+
     // MARK: exchanging with the server
 
     /// Sends with `send` and waits for every result within the timeout. Gives the first failed
@@ -171,16 +186,7 @@ final class PostgresConnection: @unchecked Sendable {
     private func exchange(_ send: (OpaquePointer) -> Int32) throws(VaultError) -> OpaquePointer {
         let connection = try live()
         guard send(connection) == 1 else { throw lostOrFailed(nil) }
-        let deadline = PostgresConnection.now() + Double(location.queryTimeoutSeconds)
-        // Flushed without blocking: a large value to a server that stopped reading would
-        // otherwise block in write(2) past any deadline.
-        while true {
-            let flushed = PQflush(connection)
-            if flushed == 0 { break }
-            guard flushed == 1 else { throw lostOrFailed(nil) }
-            let ready = try wait(connection, for: Int16(POLLOUT | POLLIN), until: deadline)
-            if ready & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 { throw lostOrFailed(nil) }
-        }
+        let deadline = try sent(connection)
         var kept: OpaquePointer?
         do throws(VaultError) {
             while true {
@@ -204,6 +210,29 @@ final class PostgresConnection: @unchecked Sendable {
         }
         guard let kept else { throw lostOrFailed(nil) }
         return kept
+    }
+
+    /// Flushes what was sent without blocking (a large value to a server that stopped reading
+    /// would otherwise block in write(2) past any deadline); gives the deadline for the answer.
+    private func sent(_ connection: OpaquePointer) throws(VaultError) -> Double {
+        let deadline = PostgresConnection.now() + Double(location.queryTimeoutSeconds)
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { break }
+            guard flushed == 1 else { throw lostOrFailed(nil) }
+            let ready = try wait(connection, for: Int16(POLLOUT | POLLIN), until: deadline)
+            if ready & Int16(POLLIN) != 0, PQconsumeInput(connection) != 1 { throw lostOrFailed(nil) }
+        }
+        return deadline
+    }
+
+    /// The next result, waiting for it within the deadline; nil ends one statement's results.
+    private func nextResult(_ connection: OpaquePointer, until deadline: Double) throws(VaultError) -> OpaquePointer? {
+        while PQisBusy(connection) == 1 {
+            _ = try wait(connection, for: Int16(POLLIN), until: deadline)
+            guard PQconsumeInput(connection) == 1 else { throw lostOrFailed(nil) }
+        }
+        return PQgetResult(connection)
     }
 
     private static func failed(_ result: OpaquePointer) -> Bool {
@@ -258,6 +287,7 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Runs SQL without parameters, possibly several statements (the schema).
     func execute(_ sql: String) throws(VaultError) {
+        try flush()
         let result = try exchange { PQsendQuery($0, sql) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
@@ -266,16 +296,8 @@ final class PostgresConnection: @unchecked Sendable {
 
     private func prepared(_ sql: String, _ arguments: [PGValue]) throws(VaultError) -> String {
         if let name = statements[sql] { return name }
-        let name = "kcfs\(statements.count + 1)"
-        // Types from the first call's arguments: each statement binds the same kinds each time.
-        let types: [Oid] = arguments.map { argument in
-            switch argument {
-            case .integer: return 20  // int8
-            case .bytes: return 17  // bytea
-            case .text: return 25  // text
-            case .null: return 0  // inferred
-            }
-        }
+        let name = newStatementName()
+        let types = PostgresConnection.types(arguments)
         let result = try exchange { PQsendPrepare($0, name, sql, Int32(types.count), types.isEmpty ? nil : types) }
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw lostOrFailed(result) }
@@ -283,12 +305,27 @@ final class PostgresConnection: @unchecked Sendable {
         return name
     }
 
-    /// Runs one prepared statement; gives its rows and the number of rows it changed.
-    @discardableResult
-    func query(_ sql: String, _ arguments: [PGValue] = []) throws(VaultError) -> (rows: [[PGValue]], changed: Int) {
-        let name = try prepared(sql, arguments)
-        // Copies the caller frees: libpq reads them only during the call. A null pointer is
-        // SQL NULL, so an empty value still gets one byte of storage.
+    private func newStatementName() -> String {
+        statementNumber += 1
+        return "kcfs\(statementNumber)"
+    }
+
+    /// Types from the first call's arguments: each statement binds the same kinds each time.
+    private static func types(_ arguments: [PGValue]) -> [Oid] {
+        arguments.map { argument in
+            switch argument {
+            case .integer: return 20  // int8
+            case .bytes: return 17  // bytea
+            case .text: return 25  // text
+            case .null: return 0  // inferred
+            }
+        }
+    }
+
+    /// Sends prepared statement `name` with `arguments` in binary, without waiting.
+    private static func send(_ connection: OpaquePointer, _ name: String, _ arguments: [PGValue]) -> Int32 {
+        // Copies freed here: libpq reads them only during the call. A null pointer is SQL
+        // NULL, so an empty value still gets one byte of storage.
         var lengths: [Int32] = []
         var values: [UnsafeMutablePointer<CChar>?] = []
         defer { for value in values { value?.deallocate() } }
@@ -310,14 +347,131 @@ final class PostgresConnection: @unchecked Sendable {
         }
         let formats = [Int32](repeating: 1, count: arguments.count)
         let pointers = values.map { UnsafePointer($0) }
-        let result = try exchange { connection in
-            pointers.withUnsafeBufferPointer { pointers in
-                PQsendQueryPrepared(connection, name, Int32(arguments.count), pointers.baseAddress, lengths, formats, 1)
-            }
+        return pointers.withUnsafeBufferPointer { pointers in
+            PQsendQueryPrepared(connection, name, Int32(arguments.count), pointers.baseAddress, lengths, formats, 1)
         }
+    }
+
+    /// Runs one prepared statement; gives its rows and the number of rows it changed. Sends
+    /// the deferred statements ahead of it, in the same round trip.
+    @discardableResult
+    func query(_ sql: String, _ arguments: [PGValue] = []) throws(VaultError) -> (rows: [[PGValue]], changed: Int) {
+        if !deferred.isEmpty {
+            deferred.append(Statement(sql: sql, arguments: arguments, completion: nil))
+            return try pipeline()
+        }
+        let name = try prepared(sql, arguments)
+        let result = try exchange { connection in PostgresConnection.send(connection, name, arguments) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw lostOrFailed(result) }
+        return PostgresConnection.outcome(result)
+    }
+
+    /// A statement held back, and what its result is checked or noted by when it comes.
+    struct Statement {
+        let sql: String
+        let arguments: [PGValue]
+        let completion: ((_ rows: [[PGValue]], _ changed: Int) throws(VaultError) -> Void)?
+    }
+
+    /// Defers `sql` while `defers` (inside the owner's transactions), else runs it now; its
+    /// `completion` runs once its result is in. A failure is thrown by the call that sends it,
+    /// mapped as it would have been at once: a transaction fails whole either way.
+    func later(_ sql: String, _ arguments: [PGValue] = [],
+               completion: ((_ rows: [[PGValue]], _ changed: Int) throws(VaultError) -> Void)? = nil) throws(VaultError) {
+        guard defers else {
+            let (rows, changed) = try query(sql, arguments)
+            try completion?(rows, changed)
+            return
+        }
+        deferred.append(Statement(sql: sql, arguments: arguments, completion: completion))
+    }
+
+    /// Set by the owner while statements may wait for the next round trip.
+    var defers = false
+
+    /// Sends the deferred statements now, in one round trip.
+    func flush() throws(VaultError) {
+        guard !deferred.isEmpty else { return }
+        _ = try pipeline()
+    }
+
+    /// Forgets the deferred statements unsent (a transaction given up before they went).
+    func discardDeferred() { deferred = [] }
+
+    /// Sends every deferred statement (the last the one waited for) in pipeline mode, with one
+    /// sync: one round trip. After a failure the server skips the rest up to the sync, so the
+    /// first failure is the one reported; completions run in order once all results are in.
+    private func pipeline() throws(VaultError) -> (rows: [[PGValue]], changed: Int) {
+        let batch = deferred
+        deferred = []
+        let connection = try live()
+        // Half a pipeline sent leaves the connection in no state to go on with: dropped.
+        func broken() -> VaultError {
+            lose("lost the connection to PostgreSQL at \(displayName): \(PostgresConnection.text(PQerrorMessage(connection)))")
+        }
+        guard PQenterPipelineMode(connection) == 1 else { throw broken() }
+        var fresh: [String] = []
+        // Per message sent: nil for a Parse, else the batch's index.
+        var expected: [Int?] = []
+        for (index, statement) in batch.enumerated() {
+            let name: String
+            if let known = statements[statement.sql] {
+                name = known
+            } else {
+                name = newStatementName()
+                let types = PostgresConnection.types(statement.arguments)
+                guard PQsendPrepare(connection, name, statement.sql, Int32(types.count), types.isEmpty ? nil : types) == 1 else {
+                    throw broken()
+                }
+                statements[statement.sql] = name
+                fresh.append(statement.sql)
+                expected.append(nil)
+            }
+            guard PostgresConnection.send(connection, name, statement.arguments) == 1 else { throw broken() }
+            expected.append(index)
+        }
+        guard PQpipelineSync(connection) == 1 else { throw broken() }
+        var outcomes = [(rows: [[PGValue]], changed: Int)](repeating: ([], 0), count: batch.count)
+        var failure: VaultError?
+        do throws(VaultError) {
+            let deadline = try sent(connection)
+            reading: for slot in expected {
+                // One result per message, then nil; an aborted one (after a failure) says nothing.
+                while let result = try nextResult(connection, until: deadline) {
+                    defer { PQclear(result) }
+                    let status = PQresultStatus(result)
+                    if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                        if let slot { outcomes[slot] = PostgresConnection.outcome(result) }
+                    } else if status != PGRES_PIPELINE_ABORTED, failure == nil {
+                        failure = lostOrFailed(result)
+                        // A failure that ended the session closed the connection too.
+                        if handle == nil { break reading }
+                    }
+                }
+            }
+            if handle != nil {
+                guard let sync = try nextResult(connection, until: deadline) else { throw broken() }
+                let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+                PQclear(sync)
+                guard synced, PQexitPipelineMode(connection) == 1 else { throw broken() }
+            }
+        } catch {
+            failure = failure ?? error
+        }
+        if let failure {
+            for sql in fresh { statements[sql] = nil }
+            throw failure
+        }
+        for (index, statement) in batch.enumerated() {
+            try statement.completion?(outcomes[index].rows, outcomes[index].changed)
+        }
+        return outcomes[batch.count - 1]
+    }
+
+    /// A successful result's rows and the number of rows it changed.
+    private static func outcome(_ result: OpaquePointer) -> (rows: [[PGValue]], changed: Int) {
         var rows: [[PGValue]] = []
         for row in 0..<PQntuples(result) {
             var values: [PGValue] = []
@@ -326,7 +480,7 @@ final class PostgresConnection: @unchecked Sendable {
             }
             rows.append(values)
         }
-        let changed = Int(PostgresConnection.text(PQcmdTuples(result))) ?? 0
+        let changed = Int(text(PQcmdTuples(result))) ?? 0
         return (rows, changed)
     }
 

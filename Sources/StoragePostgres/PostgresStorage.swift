@@ -1,7 +1,11 @@
 import VaultStorageKit
 /// A vault in a PostgreSQL database, beside others there: every row carries the vault's name
 /// and every statement scopes by it. One connection per open vault; each method is one
-/// prepared statement (one round trip). What the records mean is NodeStore's business.
+/// prepared statement. Inside a transaction, statements whose results nothing waits for
+/// (BEGIN, the vault row's lock, inserts, updates, the seal, the NOTIFY) go with the next one
+/// that is waited for, in one round trip, and the vault's row and the nodes read or written
+/// are remembered until it ends (the row's lock, or the snapshot of a read, keeps them true).
+/// What the records mean is NodeStore's business.
 package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private let db: PostgresConnection
     private let location: PostgresLocation
@@ -67,19 +71,29 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool,
                                            _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try db.run(begin)
+        // Its BEGIN waits for the first round trip, where a lost connection cannot be replaced.
+        try db.reconnectIfLost()
         db.inTransaction = true
-        defer { db.inTransaction = false }
+        db.defers = true
         touched.reset()
         pending = nil
         sealedPartsChanged = false
+        forgetRemembered()
         defer {
+            db.inTransaction = false
+            db.defers = false
+            db.discardDeferred()
             pending = nil
             sealedPartsChanged = false
+            awaitingLock = false
+            forgetRemembered()
         }
         do throws(VaultError) {
-            if !durable { try db.run("SET LOCAL synchronous_commit = off") }
+            try db.later(begin)
+            if !durable { try db.later("SET LOCAL synchronous_commit = off") }
             let result = try body()
+            // The seal binds what the lock read.
+            if awaitingLock { try db.flush() }
             // The state sealed and the NOTIFY (delivered at commit, to every other connection
             // listening on the vault) in one statement: the generation costs no round trip of
             // its own on a notifying write.
@@ -89,14 +103,14 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
                                                                    rulesMAC: state.rules, membersMAC: state.members, stateMAC: nil)))
                 let raised = PGValue.integer(state.generation)
                 if notify {
-                    try db.run("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1 RETURNING pg_notify($4, $5)",
-                               [name, mac, raised, .text(location.channel), .text(touched.payload(origin: origin))])
+                    try db.later("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1 RETURNING pg_notify($4, $5)",
+                                 [name, mac, raised, .text(location.channel), .text(touched.payload(origin: origin))])
                 } else {
-                    try db.run("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1", [name, mac, raised])
+                    try db.later("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1", [name, mac, raised])
                 }
                 sealed = state.generation
             } else if notify {
-                try db.run("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))])
+                try db.later("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))])
             }
             do throws(VaultError) {
                 try db.run("COMMIT")
@@ -109,6 +123,9 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             return result
         } catch {
             // A lost connection's transaction is the server's to abort; the next call connects again.
+            // What was never sent is dropped: after a failure the server would skip the ROLLBACK.
+            db.discardDeferred()
+            db.defers = false
             if db.isConnected { _ = try? db.run("ROLLBACK") }
             throw error
         }
@@ -123,22 +140,21 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             // The same statement returns what the state binds, so the generation is raised and
             // sealed at commit without reading anything (until then the row shows the state
             // as committed, which checks inside the write compare with).
-            let locked: [PGValue]?
-            if generationCipher != nil {
-                let returning = "format_version, generation, header_mac, rules_mac, members_mac"
-                locked = seenByChangeToken
-                    ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING " + returning, [name])
-                    : try db.row("SELECT " + returning + " FROM vaults WHERE name = $1 FOR UPDATE", [name])
-                if let row = locked, let format = row[0].integer, let generation = row[1].integer, let header = row[2].bytes {
-                    pending = PendingState(format: Int(format), generation: generation + 1, header: header,
-                                           rules: row[3].bytes, members: row[4].bytes)
+            // It goes with the body's first read: nothing here waits for it.
+            let returning = PostgresStorage.vaultColumns
+            awaitingLock = true
+            try db.later(seenByChangeToken
+                         ? "UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING " + returning
+                         : "SELECT " + returning + " FROM vaults WHERE name = $1 FOR UPDATE", [name]) {
+                (rows: [[PGValue]], _: Int) throws(VaultError) in
+                self.awaitingLock = false
+                guard let row = rows.first else { throw .vaultNotFound(self.location.displayName) }
+                self.vaultRow = row
+                if self.generationCipher != nil, let format = row[0].integer, let generation = row[1].integer, let header = row[2].bytes {
+                    self.pending = PendingState(format: Int(format), generation: generation + 1, header: header,
+                                                rules: row[3].bytes, members: row[4].bytes)
                 }
-            } else {
-                locked = seenByChangeToken
-                    ? try db.row("UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING 1", [name])
-                    : try db.row("SELECT 1 FROM vaults WHERE name = $1 FOR UPDATE", [name])
             }
-            guard locked != nil else { throw .vaultNotFound(location.displayName) }
             return try body()
         }
         if seenByChangeToken { commits += 1 }
@@ -169,7 +185,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         // back unchanged: one tuple of WAL, no NOTIFY, the change count as it was. (Left alone,
         // PostgreSQL's walwriter flushes them within 3 x wal_writer_delay, 600 ms by default.)
         try transaction(begin: "BEGIN", durable: true, notify: false) { () throws(VaultError) in
-            _ = try db.run("UPDATE vaults SET change_count = change_count WHERE name = $1", [name])
+            try db.later("UPDATE vaults SET change_count = change_count WHERE name = $1", [name])
         }
     }
 
@@ -186,6 +202,42 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         // none is seen in the vault's count instead.
         if db.generation != changeCountGeneration { try noteChangeCount() }
         return StorageChangeToken(commits, othersCommits, changeCount)
+    }
+
+    // MARK: what a transaction remembers
+
+    /// The vault's row as `vaultColumns` lists it, read once per transaction (a write's lock
+    /// returns it); nil outside transactions and after a change to it.
+    private var vaultRow: [PGValue]?
+    private static let vaultColumns = "format_version, generation, header_mac, rules_mac, members_mac, vault_id, item_size_limit, "
+        + "state_mac, next_node_id"
+    /// A write's lock is deferred until this is false.
+    private var awaitingLock = false
+    /// Nodes read or written in the transaction under way, by id; a node known not to exist is nil.
+    private var rememberedNodes: [Int64: NodeRow?] = [:]
+
+    /// Notes `node` (nil: known not to exist) as it is now, inside a transaction.
+    private func remember(_ id: NodeID, _ node: NodeRow?) {
+        if db.inTransaction { rememberedNodes[id.rawValue] = .some(node) }
+    }
+
+    private func remembered(_ id: NodeID) -> NodeRow?? {
+        db.inTransaction ? rememberedNodes[id.rawValue] : nil
+    }
+
+    private func forgetRemembered() {
+        vaultRow = nil
+        rememberedNodes = [:]
+    }
+
+    /// The vault's row: remembered inside a transaction, read afresh outside one. nil when
+    /// the vault has no row.
+    private func currentVaultRow() throws(VaultError) -> [PGValue]? {
+        if awaitingLock { try db.flush() }
+        if let vaultRow { return vaultRow }
+        let row = try db.row("SELECT \(PostgresStorage.vaultColumns) FROM vaults WHERE name = $1", [name])
+        if db.inTransaction { vaultRow = row }
+        return row
     }
 
     /// The vault's count of notifying commits, read on each new connection.
@@ -207,7 +259,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     // MARK: format
 
     package func formatVersion() throws(VaultError) -> Int {
-        guard let version = try db.row("SELECT format_version FROM vaults WHERE name = $1", [name])?.first?.integer else {
+        guard let version = try currentVaultRow()?[0].integer else {
             throw .vaultNotFound(location.displayName)
         }
         return Int(version)
@@ -223,6 +275,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func prepareStorage(forFormatVersion version: Int) throws(VaultError) {}
 
     private func updateVaultRow(_ assignment: String, _ value: PGValue) throws(VaultError) {
+        vaultRow = nil
         guard try db.run("UPDATE vaults SET \(assignment) WHERE name = $1", [name, value]) == 1 else {
             throw .integrityFailure("vault header (missing)")
         }
@@ -231,14 +284,14 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     // MARK: header
 
     package func insertHeader(_ header: VaultHeader, firstNodeID: NodeID) throws(VaultError) {
+        vaultRow = nil
         guard try db.run("UPDATE vaults SET vault_id = $2, item_size_limit = $3, next_node_id = $4, header_mac = $5 WHERE name = $1", [
             name, .bytes(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(firstNodeID.rawValue), .bytes(header.mac),
         ]) == 1 else { throw .integrityFailure("vault header (missing)") }
     }
 
     package func header() throws(VaultError) -> VaultHeader? {
-        guard let row = try db.row("SELECT vault_id, item_size_limit, header_mac FROM vaults WHERE name = $1", [name]),
-              let vaultID = row[0].bytes, let limit = row[1].integer, let mac = row[2].bytes else { return nil }
+        guard let row = try currentVaultRow(), let vaultID = row[5].bytes, let limit = row[6].integer, let mac = row[2].bytes else { return nil }
         return VaultHeader(vaultID: vaultID, itemSizeLimit: Int(limit), mac: mac)
     }
 
@@ -268,9 +321,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private var pending: PendingState?
 
     package func vaultState() throws(VaultError) -> VaultState? {
-        guard let row = try db.row("SELECT generation, header_mac, rules_mac, members_mac, state_mac FROM vaults WHERE name = $1", [name]),
-              let generation = row[0].integer, let header = row[1].bytes else { return nil }
-        return VaultState(generation: generation, headerMAC: header, rulesMAC: row[2].bytes, membersMAC: row[3].bytes, stateMAC: row[4].bytes)
+        guard let row = try currentVaultRow(), let generation = row[1].integer, let header = row[2].bytes else { return nil }
+        return VaultState(generation: generation, headerMAC: header, rulesMAC: row[3].bytes, membersMAC: row[4].bytes, stateMAC: row[7].bytes)
     }
 
     package func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
@@ -280,6 +332,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func raiseGeneration(sealedBy cipher: any GenerationSealer) throws(VaultError) {
+        vaultRow = nil
         guard let row = try db.row("UPDATE vaults SET generation = generation + 1 WHERE name = $1 "
                                        + "RETURNING generation, header_mac, rules_mac, members_mac", [name]),
               let generation = row[0].integer, let header = row[1].bytes else { throw .integrityFailure("vault header (missing)") }
@@ -289,6 +342,16 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func allocateNodeID() throws(VaultError) -> NodeID {
+        // Under the write's lock the row read is the row as it is: the id is known, and the
+        // increment waits for the next round trip, which checks that it gave that id.
+        if db.inTransaction, let row = try currentVaultRow(), let next = row[8].integer {
+            vaultRow?[8] = .integer(next + 1)
+            try db.later("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1", [name]) {
+                (rows: [[PGValue]], _: Int) throws(VaultError) in
+                guard rows.first?.first?.integer == next else { throw .integrityFailure("vault header (next record id changed)") }
+            }
+            return NodeID(next)
+        }
         guard let id = try db.row("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1",
                                   [name])?.first?.integer else {
             throw .integrityFailure("vault header (missing)")
@@ -297,7 +360,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func nextNodeID() throws(VaultError) -> NodeID? {
-        try db.row("SELECT next_node_id FROM vaults WHERE name = $1", [name])?.first?.integer.map(NodeID.init)
+        try currentVaultRow()?[8].integer.map(NodeID.init)
     }
 
     // MARK: key slots
@@ -375,20 +438,34 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
+        if let known = remembered(id) { return known }
         guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2",
-                                   [name, .integer(id.rawValue)]) else { return nil }
-        return try PostgresStorage.readableNodeRow(row)
+                                   [name, .integer(id.rawValue)]) else {
+            remember(id, nil)
+            return nil
+        }
+        let node = try PostgresStorage.readableNodeRow(row)
+        remember(id, node)
+        return node
     }
 
     package func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
+        if db.inTransaction, let known = rememberedNodes.values.lazy.compactMap({ $0 })
+            .first(where: { $0.parent == parent && $0.nameTag == nameTag && $0.id != $0.parent }) {
+            return known
+        }
         guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND name_tag = $3",
                                    [name, .integer(parent.rawValue), .bytes(nameTag)]) else { return nil }
-        return try PostgresStorage.readableNodeRow(row)
+        let node = try PostgresStorage.readableNodeRow(row)
+        remember(node.id, node)
+        return node
     }
 
     package func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
-        try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
-                    [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
+        let nodes = try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
+                                [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
+        for node in nodes { remember(node.id, node) }
+        return nodes
     }
 
     package func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
@@ -418,25 +495,45 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         touched.note(row.id.rawValue, row.parent.rawValue)
-        try db.run("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
+        remember(row.id, row)
+        try db.later("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
             name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
             .bytes(row.nameTag), .bytes(row.sealedName), .bytes(row.sealedAttributes), sealedContent.map(PGValue.bytes) ?? .null,
         ])
     }
 
+    /// The remembered `id` with other attributes (and place), if remembered.
+    private func rememberChanged(_ id: NodeID, parent: NodeID? = nil, nameTag: [UInt8]? = nil, sealedName: [UInt8]? = nil,
+                                 sealedAttributes: [UInt8]) {
+        guard case .some(.some(let node)) = remembered(id) else { return }
+        remember(id, NodeRow(id: id, parent: parent ?? node.parent, kind: node.kind, incarnation: node.incarnation,
+                             nameTag: nameTag ?? node.nameTag, sealedName: sealedName ?? node.sealedName, sealedAttributes: sealedAttributes))
+    }
+
     package func updateAttributes(of id: NodeID, sealedAttributes: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
-        try db.run("UPDATE nodes SET attributes = $3 WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue), .bytes(sealedAttributes)])
+        rememberChanged(id, sealedAttributes: sealedAttributes)
+        try db.later("UPDATE nodes SET attributes = $3 WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue), .bytes(sealedAttributes)])
     }
 
     package func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
-        try db.run("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
+        rememberChanged(id, sealedAttributes: sealedAttributes)
+        try db.later("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
                    [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
     }
 
     package func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError) {
+        // Where the entry left is known when it was read in this transaction: no wait then.
+        if case .some(.some(let before)) = remembered(id) {
+            touched.note(id.rawValue, parent.rawValue, before.parent.rawValue)
+            rememberChanged(id, parent: parent, nameTag: nameTag, sealedName: sealedName, sealedAttributes: sealedAttributes)
+            try db.later("UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 WHERE vault = $1 AND id = $2",
+                         [name, .integer(id.rawValue), .integer(parent.rawValue), .bytes(nameTag), .bytes(sealedName), .bytes(sealedAttributes)])
+            return
+        }
+        rememberedNodes[id.rawValue] = nil
         // The joined row is the one before the update: its parent is where the entry left.
         let left = try db.rows("""
             UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 FROM nodes AS before
@@ -447,6 +544,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func deleteNode(_ id: NodeID) throws(VaultError) {
+        if case .some(.some(let node)) = remembered(id) {
+            touched.note(id.rawValue, node.parent.rawValue)
+            remember(id, nil)
+            try db.later("DELETE FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
+            return
+        }
+        rememberedNodes[id.rawValue] = nil
         for row in try db.rows("DELETE FROM nodes WHERE vault = $1 AND id = $2 RETURNING id, parent", [name, .integer(id.rawValue)]) {
             noteTouched(row)
         }
@@ -460,6 +564,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         """
 
     package func deleteSubtree(_ id: NodeID) throws(VaultError) {
+        rememberedNodes = [:]
         for row in try db.rows("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent",
                                [name, .integer(id.rawValue)]) {
             noteTouched(row)
@@ -507,7 +612,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
         touched.note(row.node.rawValue)
-        try db.run("""
+        try db.later("""
             INSERT INTO attributes (vault, node, tag, search_tag, name, value) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (vault, node, tag) DO UPDATE SET search_tag = excluded.search_tag, name = excluded.name, value = excluded.value
             """, [name, .integer(row.node.rawValue), .bytes(row.tag), .bytes(row.searchTag), .bytes(row.sealedName), .bytes(row.sealedValue)])
@@ -521,10 +626,10 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func deleteAttributes(of node: NodeID, subtree: Bool) throws(VaultError) {
         touched.note(node.rawValue)
         if subtree {
-            try db.run("\(PostgresStorage.subtree) DELETE FROM attributes WHERE vault = $1 AND node IN (SELECT id FROM subtree)",
-                       [name, .integer(node.rawValue)])
+            try db.later("\(PostgresStorage.subtree) DELETE FROM attributes WHERE vault = $1 AND node IN (SELECT id FROM subtree)",
+                         [name, .integer(node.rawValue)])
         } else {
-            try db.run("DELETE FROM attributes WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)])
+            try db.later("DELETE FROM attributes WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)])
         }
     }
 
@@ -551,7 +656,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func upsertRule(_ row: RuleRow) throws(VaultError) {
         touched.note(row.node.rawValue)
-        try db.run("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
+        try db.later("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
@@ -570,7 +675,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func rulesMAC() throws(VaultError) -> [UInt8]? {
-        try db.row("SELECT rules_mac FROM vaults WHERE name = $1", [name])?.first?.bytes
+        try currentVaultRow()?[3].bytes
     }
 
     package func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
@@ -586,13 +691,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func appendAccessLogBatch(_ row: AccessLogRow) throws(VaultError) {
-        try db.run("INSERT INTO access_log (vault, sequence, first_time, last_time, entries, sealed) VALUES ($1, $2, $3, $4, $5, $6)", [
+        try db.later("INSERT INTO access_log (vault, sequence, first_time, last_time, entries, sealed) VALUES ($1, $2, $3, $4, $5, $6)", [
             name, .integer(row.sequence), .integer(row.firstTime), .integer(row.lastTime), .integer(Int64(row.entries)), .bytes(row.sealed),
         ])
     }
 
     package func replaceAccessLogBatch(sequence: Int64, sealed: [UInt8]) throws(VaultError) {
-        try db.run("UPDATE access_log SET sealed = $3 WHERE vault = $1 AND sequence = $2", [name, .integer(sequence), .bytes(sealed)])
+        try db.later("UPDATE access_log SET sealed = $3 WHERE vault = $1 AND sequence = $2", [name, .integer(sequence), .bytes(sealed)])
     }
 
     package func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {

@@ -446,14 +446,76 @@ def psql(socket, query):
     return sh([os.path.join(POSTGRES_BIN, "psql"), "-h", socket, "-U", "postgres", "-d", "bench", "-AtX", "-c", query]).stdout.strip()
 
 
+class RoundTripCounter:
+    """Between a daemon and the server (Unix sockets): passes every byte on and counts the
+    client's messages after which libpq waits for an answer (Sync, Flush, simple Query): the
+    round trips, as the wire carries them. Its threads end with the connections."""
+
+    def __init__(self, server_socket):
+        import socket as sockets, struct, threading
+        self.directory = tempfile.mkdtemp(prefix="keychainfs-bench-proxy.")
+        os.chmod(self.directory, 0o755)
+        self.count = 0
+        lock = threading.Lock()
+        listener = sockets.socket(sockets.AF_UNIX)
+        listener.bind(os.path.join(self.directory, ".s.PGSQL.5432"))
+        listener.listen(16)
+
+        def pump(source, sink, parse):
+            pending, started = b"", False
+            try:
+                while True:
+                    data = source.recv(65536)
+                    if not data:
+                        break
+                    sink.sendall(data)
+                    if not parse:
+                        continue
+                    pending += data
+                    while True:
+                        header = 5 if started else 4
+                        if len(pending) < header:
+                            break
+                        length = struct.unpack("!I", pending[header - 4:header])[0] + (1 if started else 0)
+                        if len(pending) < length:
+                            break
+                        if started and pending[0:1] in (b"S", b"H", b"Q"):
+                            with lock:
+                                self.count += 1
+                        started, pending = True, pending[length:]
+            except OSError:
+                pass
+            finally:
+                for end in (source, sink):
+                    try:
+                        end.shutdown(sockets.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def serve():
+            while True:
+                try:
+                    client, _ = listener.accept()
+                except OSError:
+                    return
+                upstream = sockets.socket(sockets.AF_UNIX)
+                upstream.connect(os.path.join(server_socket, ".s.PGSQL.5432"))
+                threading.Thread(target=pump, args=(client, upstream, True), daemon=True).start()
+                threading.Thread(target=pump, args=(upstream, client, False), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+        postgres_directories.append(self.directory)
+
+
 def postgres_two_mounts(socket):
     """Two mounts of one vault in PostgreSQL (two daemons, as on two machines): how long a change
-    made through one takes to show through the other, and how many statements (each one round
-    trip) the server runs for one `echo >` and for one `cat`."""
+    made through one takes to show through the other; and for `echo >`, `cat`, rename and delete
+    through one, the statements the server runs (for both daemons: the other reads the change
+    again), the round trips the one makes (counted on the wire) and the time each takes."""
     vault = "postgresql:///bench?host=%s&user=postgres#two" % socket
     sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
     a, b = os.path.join(work, "pg-a"), os.path.join(work, "pg-b")
-    kfs_mount(vault, a)
+    counter = RoundTripCounter(socket)
+    kfs_mount(vault.replace("host=" + socket, "host=" + counter.directory), a)
     kfs_mount(vault, b)
     os.makedirs(os.path.join(a, "shared"))
     delays = []
@@ -477,13 +539,23 @@ def postgres_two_mounts(socket):
                 time.sleep(0.002)
             delays.append(time.perf_counter() - start)
         counted = {}
-        for label, command in (("echo >", "for i in $(seq 1 100); do echo value$i > %s/shared/counted; done" % a),
-                               ("cat", "for i in $(seq 1 100); do cat %s/shared/counted > /dev/null; done" % a)):
+        directory = os.path.join(a, "shared")
+        for label, command in (("echo >", lambda i: open(os.path.join(directory, "counted%d" % i), "w").write("value%d\n" % i)),
+                               ("cat", lambda i: open(os.path.join(directory, "counted%d" % i)).read()),
+                               ("rename", lambda i: os.rename(os.path.join(directory, "counted%d" % i), os.path.join(directory, "moved%d" % i))),
+                               ("delete", lambda i: os.unlink(os.path.join(directory, "moved%d" % i)))):
+            time.sleep(0.5)  # the other mount done reading the last change
             psql(socket, "SELECT pg_stat_statements_reset()")
-            sh(["bash", "-c", command])
+            trips = counter.count
+            start = time.perf_counter()
+            for i in range(100):
+                command(i)
+            elapsed = time.perf_counter() - start
+            trips = counter.count - trips
+            time.sleep(0.5)
             # Statements of every session but this psql's own (pg_stat_statements counts them too).
             calls = psql(socket, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'")
-            counted[label] = int(calls) / 100
+            counted[label] = (int(calls) / 100, trips / 100, elapsed / 100 * 1e6)
         return delays, counted
     finally:
         kfs_unmount(b)
@@ -688,9 +760,13 @@ if two_mounts is not None:
     delays, counted = two_mounts
     ordered = sorted(delays)
     lines += ["", "Vault in PostgreSQL (a server on this machine, Unix socket), mounted twice (two daemons): a change written "
-              "through one shows through the other after %.0f ms (median of %d changes; slowest %.0f ms). Statements the "
-              "server runs (one round trip each): %.1f per `echo > item`, %.1f per `cat item`."
-              % (statistics.median(delays) * 1000, len(delays), ordered[-1] * 1000, counted["echo >"], counted["cat"])]
+              "through one shows through the other after %.0f ms (median of %d changes; slowest %.0f ms).  \n"
+              "Per call through one mount (100 each): statements the server runs (both daemons: the other reads the change "
+              "again), round trips the one makes (counted on the wire: Sync, Flush and simple Query messages) and µs "
+              "(the one, through a counting proxy): "
+              % (statistics.median(delays) * 1000, len(delays), ordered[-1] * 1000)
+              + "; ".join("`%s` %.1f statements, %.1f round trips, %.0f µs" % (label, *counted[label])
+                          for label in ("echo >", "cat", "rename", "delete")) + "."]
 if commit_us:
     lines += ["", "One SQLite WAL commit on this disk: %.0f µs with its fdatasync (what each acknowledged store costs), %.0f µs without."
               % (commit_us["FULL"], commit_us["NORMAL"])]
@@ -763,8 +839,9 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         csv.write('"%s",%s,%s,%s,%s,%s,,,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3), f(r[6], 6), f(r[7], 3)))
     if two_mounts is not None:
         csv.write('"postgresql change seen by the other mount, s (median)",,,%f,,\n' % statistics.median(two_mounts[0]))
-        csv.write('"postgresql statements per echo >",,,%f,,\n"postgresql statements per cat",,,%f,,\n'
-                  % (two_mounts[1]["echo >"], two_mounts[1]["cat"]))
+        for label, (statements, trips, micros) in two_mounts[1].items():
+            csv.write('"postgresql statements per %s",,,%f,,\n"postgresql round trips per %s",,,%f,,\n"postgresql us per %s",,,%f,,\n'
+                      % (label, statements, label, trips, label, micros))
     if commit_us:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
