@@ -31,9 +31,9 @@ struct AccessRuleMountTests {
             reader = bin + "/reader"
             copy = m.cli.directory + "/elsewhere/reader"
             shell = bin + "/sh"
-            try FileManager.default.copyItem(atPath: "/bin/cat", toPath: reader)
-            try FileManager.default.copyItem(atPath: "/bin/cat", toPath: copy)
-            try FileManager.default.copyItem(atPath: "/bin/dash", toPath: shell)
+            try copyExecutable("/bin/cat", to: reader)
+            try copyExecutable("/bin/cat", to: copy)
+            try copyExecutable("/bin/dash", to: shell)
             #expect(mkdir(m.path("app"), 0o700) == 0)
             #expect(mkdir(m.path("open"), 0o700) == 0)
             #expect(writeFile(m.path("app/token"), Array("s3cret".utf8)) == 0)
@@ -117,7 +117,7 @@ struct AccessRuleMountTests {
         // Started before the file at the rule's path is replaced, it reads after.
         let waiting = try HeldShell(shell: s.shell, path: s.m.path("app/token"))
         let replacement = s.bin + "/sh.new"
-        try FileManager.default.copyItem(atPath: "/bin/dash", toPath: replacement)
+        try copyExecutable("/bin/dash", to: replacement)
         #expect(rename(replacement, s.shell) == 0)
         let outcome = try waiting.readNow()
         #expect(outcome.contains("cannot open") || outcome.contains("Permission denied"), "\(outcome)")
@@ -136,7 +136,7 @@ struct AccessRuleMountTests {
         #expect(mkdir(directory, 0o755) == 0)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let reader = directory + "/reader"
-        try FileManager.default.copyItem(atPath: "/bin/cat", toPath: reader)
+        try copyExecutable("/bin/cat", to: reader)
         #expect(chown(reader, nobody.pw_uid, nobody.pw_gid) == 0 && chmod(reader, 0o755) == 0)
         #expect(try s.m.cli.cli(["allow", "app", "--exe", reader]).exitStatus == .invalidInput, "nobody may write it")
         try s.allow(["app", "--exe", reader, "--force"])

@@ -32,7 +32,7 @@ let keychainfsBinary: String = {
         // Built aside and renamed into place, so a half-copied binary is never run.
         let partial = directory + ".partial-\(getpid())"
         try? FileManager.default.removeItem(atPath: partial)
-        guard mkdir(partial, 0o755) == 0, (try? FileManager.default.copyItem(atPath: built, toPath: partial + "/keychainfs")) != nil,
+        guard mkdir(partial, 0o755) == 0, (try? copyExecutable(built, to: partial + "/keychainfs")) != nil,
               chmod(partial, 0o755) == 0, chmod(partial + "/keychainfs", 0o755) == 0,
               rename(partial, directory) == 0 || FileManager.default.isExecutableFile(atPath: copy) else {
             try? FileManager.default.removeItem(atPath: partial)

@@ -25,7 +25,7 @@ import Testing
         }
 
         func binary(_ path: String, owner: uid_t = 0, group: gid_t = 0, mode: mode_t = 0o755) throws -> String {
-            try FileManager.default.copyItem(atPath: "/usr/bin/head", toPath: path)
+            try copyExecutable("/usr/bin/head", to: path)
             chown(path, owner, group)
             chmod(path, mode)
             return path

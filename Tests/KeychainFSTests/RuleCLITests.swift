@@ -73,10 +73,10 @@ import Testing
         let f = try CLIFixture()
         try f.cli(["mkdir", "app"])
         let binary = f.directory + "/tool"
-        try FileManager.default.copyItem(atPath: "/usr/bin/head", toPath: binary)
+        try copyExecutable("/usr/bin/head", to: binary)
         #expect(try f.cli(["allow", "app", "--exe", binary]).exitStatus == .success)
         #expect(try rules(f) == "app\n    --exe \(binary)\n")
-        try FileManager.default.copyItem(atPath: "/usr/bin/head", toPath: binary + ".new")
+        try copyExecutable("/usr/bin/head", to: binary + ".new")
         #expect(rename(binary + ".new", binary) == 0)
         #expect(try rules(f) == "app\n    --exe \(binary)  \(Rules.replacedNote)\n")
         #expect(try (rulesJSON(f)[0]["rules"] as? [[String: Any]])?[0]["fileChanged"] as? Bool == true)

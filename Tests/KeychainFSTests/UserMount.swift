@@ -125,7 +125,7 @@ final class UserMount {
         try? FileManager.default.removeItem(atPath: path)
         guard let real = realpath(original, nil) else { throw FixtureError("no \(original)") }
         defer { free(real) }
-        try FileManager.default.copyItem(atPath: String(cString: real), toPath: path)
+        try copyExecutable(String(cString: real), to: path)
         if let group { chown(path, 0, group) }
         chmod(path, mode)
         return path
