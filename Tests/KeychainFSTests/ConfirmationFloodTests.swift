@@ -15,7 +15,7 @@ struct ConfirmationFloodTests {
         #expect(mkdir(work, 0o755) == 0 && mkdir(bin, 0o755) == 0 && mkdir(answers, 0o755) == 0)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let readers = (0..<8).map { bin + "/r\($0)" }
-        for reader in readers { try FileManager.default.copyItem(atPath: "/bin/cat", toPath: reader) }
+        for reader in readers { try copyExecutable("/bin/cat", to: reader) }
 
         let script = """
             echo "$KEYCHAINFS_EXE $KEYCHAINFS_PID" >> \(answers)/asked
@@ -37,7 +37,7 @@ struct ConfirmationFloodTests {
         // The mount reads all rules at once: once a last rule, without --confirm, admits a probe,
         // every rule above applies.
         let probe = bin + "/probe"
-        try FileManager.default.copyItem(atPath: "/bin/cat", toPath: probe)
+        try copyExecutable("/bin/cat", to: probe)
         try #require(try m.cli.cli(["allow", "app", "--exe", probe]).exitStatus == .success)
         #expect(eventually(within: 2) { (try? run(probe, [m.path("app/token")]).status) == 0 })
         let daemon = try status(m.mountpoint).pid
