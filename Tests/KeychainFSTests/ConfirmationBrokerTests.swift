@@ -211,11 +211,15 @@ import VaultCore
             hanging.answer(path: token, identity: me, access: .read, rule: rule) { answer in late.withLock { $0.append(answer) } }
         }
         #expect(eventually { late.withLock { $0.count } == 6 })
+        // A queued one waits from when it asked; a dialog frees a kill's time after its own
+        // timeout. Asked more than that after the first of the four (a loaded machine), it has
+        // waited less than the timeout when a dialog frees, and is rightly shown. What holds
+        // either way: every dialog shown timed out and every other was refused unshown.
         let outcomes = late.withLock { $0 }
-        #expect(outcomes.filter { if case .timedOut = $0 { true } else { false } }.count == 4, "\(outcomes)")
-        #expect(outcomes.filter { if case .unavailable(let why) = $0 { why.contains("no dialog was free") } else { false } }.count == 2,
-                "\(outcomes)")
-        #expect(lines("hangs").count == 4, "a dialog that waited past its time is never shown")
+        let timedOut = outcomes.filter { if case .timedOut = $0 { true } else { false } }.count
+        let refused = outcomes.filter { if case .unavailable(let why) = $0 { why.contains("no dialog was free") } else { false } }.count
+        #expect(timedOut >= 4 && timedOut + refused == 6, "\(outcomes)")
+        #expect(lines("hangs").count == timedOut, "a dialog that waited past its time is never shown")
     }
 
     @Test func otherRequestsAreAnsweredWhileACommandRuns() throws {
