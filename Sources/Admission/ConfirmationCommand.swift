@@ -1,3 +1,4 @@
+import CLinux
 import CSodium
 import Glibc
 import Support
@@ -26,15 +27,12 @@ struct ConfirmationCommand: Sendable {
     }
 
     func run(_ request: Request) -> ConfirmationAnswer {
-        guard let pidfdOpen = ConfirmationCommand.pidfdOpen, let addCloseFrom = ConfirmationCommand.addCloseFrom else {
-            return .unavailable("this C library cannot start the confirmation command safely (pidfd_open, posix_spawn_file_actions_addclosefrom_np)")
-        }
         let pid: pid_t
-        switch spawn(request, closingFrom: addCloseFrom) {
+        switch spawn(request) {
         case .success(let spawned): pid = spawned
         case .failure(let code): return .unavailable("cannot run the confirmation command: \(Errno(rawValue: code))")
         }
-        let opened = Result { () throws(Errno) in try SystemCall.once { pidfdOpen(pid, 0) } }
+        let opened = Result { () throws(Errno) in try SystemCall.once { clinux_pidfd_open(pid, 0) } }
         let pidfd = (try? opened.get()) ?? -1
         defer { if pidfd >= 0 { close(pidfd) } }
         if pidfd < 0 || !exits(pidfd, before: ContinuousClock.now + timeout) {
@@ -53,12 +51,12 @@ struct ConfirmationCommand: Sendable {
         case failure(Int32)
     }
 
-    private func spawn(_ request: Request, closingFrom addCloseFrom: AddCloseFrom) -> Spawned {
+    private func spawn(_ request: Request) -> Spawned {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         Subprocess.nullStandardStreams(&actions)
-        _ = addCloseFrom(&actions, 3)
+        Subprocess.closeDescriptors(from: 3, &actions)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -136,14 +134,4 @@ struct ConfirmationCommand: Sendable {
         guard let status = try? SystemCall.waitStatus(of: pid) else { return -1 }
         return Subprocess.exitStatus(status)
     }
-
-    // Swift's Glibc module imports neither (glibc 2.36 has both); found at run time, and
-    // without them the command is not run at all rather than run leaking descriptors or
-    // unwatched.
-    private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
-    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let pidfdOpen: PidfdOpen? =
-        dlsym(nil, "pidfd_open").map { unsafeBitCast($0, to: PidfdOpen.self) }
-    private static let addCloseFrom: AddCloseFrom? =
-        dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map { unsafeBitCast($0, to: AddCloseFrom.self) }
 }

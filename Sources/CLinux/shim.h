@@ -33,6 +33,13 @@ static inline int clinux_pidfd_open(pid_t pid, int thread) {
     return (int)syscall(SYS_pidfd_open, pid, thread ? O_EXCL : 0);
 }
 
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34) is declared only under _GNU_SOURCE. */
+#include <spawn.h>
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int clinux_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
 /* SO_PASSPIDFD and SCM_PIDFD (Linux 6.5) are missing from older headers. */
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import SystemCalls
 import SystemPackage
@@ -56,6 +57,12 @@ package enum Subprocess {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | flags))
+    }
+
+    /// Every descriptor from `lowest` up closed in the child: a descriptor another thread
+    /// opened without close-on-exec (or a test's pipe) must not outlive the spawn in it.
+    package static func closeDescriptors(from lowest: Int32, _ actions: inout posix_spawn_file_actions_t) {
+        _ = clinux_spawn_close_from(&actions, lowest)
     }
 
     /// Standard input, output and error of a spawned child on /dev/null: a daemon's children

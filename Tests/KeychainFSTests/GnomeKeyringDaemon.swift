@@ -42,13 +42,7 @@ final class GnomeKeyringDaemon {
         posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        guard let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            close(input[0])
-            close(input[1])
-            throw FixtureError("this C library lacks posix_spawn_file_actions_addclosefrom_np")
-        }
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        _ = unsafeBitCast(closeFrom, to: AddCloseFrom.self)(&actions, 3)
+        Subprocess.closeDescriptors(from: 3, &actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

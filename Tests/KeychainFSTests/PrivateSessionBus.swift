@@ -71,12 +71,7 @@ final class PrivateSessionBus {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, ends[1], 3)
-        guard let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            close(ends[1])
-            throw FixtureError("this C library lacks posix_spawn_file_actions_addclosefrom_np")
-        }
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        _ = unsafeBitCast(closeFrom, to: AddCloseFrom.self)(&actions, 4)
+        Subprocess.closeDescriptors(from: 4, &actions)
         // Swift Testing runs tests on dispatch threads, which block every signal; the daemon
         // would inherit that mask and outlive a SIGTERM.
         var attributes = posix_spawnattr_t()

@@ -25,11 +25,7 @@ final class SoftwareTPM {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         Subprocess.nullStandardStreams(&actions)
-        guard let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            throw FixtureError("this C library lacks posix_spawn_file_actions_addclosefrom_np")
-        }
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        _ = unsafeBitCast(closeFrom, to: AddCloseFrom.self)(&actions, 3)
+        Subprocess.closeDescriptors(from: 3, &actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

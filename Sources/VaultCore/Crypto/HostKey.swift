@@ -132,13 +132,7 @@ public enum HostKey {
 
     /// The sealed object at `path`, or nil when there is none. Not secret: only its TPM opens it.
     private static func readSealed(_ path: String) throws(VaultError) -> [UInt8]? {
-        let file: FileDescriptor
-        do {
-            file = try SystemCall.typed { try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow]) }
-        } catch {
-            if error == .noSuchFileOrDirectory { return nil }
-            throw failure(path, error.description)
-        }
+        guard let file = try openIfPresent(path) else { return nil }
         defer { _ = try? file.close() }
         do {
             return try file.readToEnd()
@@ -147,15 +141,19 @@ public enum HostKey {
         }
     }
 
-    /// The key at `path`, or nil when there is no file.
-    private static func read(_ path: String) throws(VaultError) -> SecureBuffer? {
-        let file: FileDescriptor
+    /// `path` opened for reading, or nil when there is no file; a link is refused.
+    private static func openIfPresent(_ path: String) throws(VaultError) -> FileDescriptor? {
         do {
-            file = try SystemCall.typed { try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow]) }
+            return try SystemCall.typed { try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow]) }
         } catch {
             if error == .noSuchFileOrDirectory { return nil }
             throw failure(path, error.description)
         }
+    }
+
+    /// The key at `path`, or nil when there is no file.
+    private static func read(_ path: String) throws(VaultError) -> SecureBuffer? {
+        guard let file = try openIfPresent(path) else { return nil }
         defer { _ = try? file.close() }
         // One byte more than a key, to tell a longer file from a key.
         var key = try SecureBuffer(capacity: bytes + 1)
