@@ -36,20 +36,37 @@ package enum ControlSocket {
         return fd
     }
 
+    /// How long a connect waits for a daemon whose queue of connections is full (stopped, or
+    /// stuck): a Unix socket's connect would otherwise wait for ever.
+    static let connectSeconds = 5
+
     package static func connect(to path: String) throws(CommandFailure) -> Int32 {
         var address = try address(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure(message: "cannot create a socket", status: .failure) }
+        // A Unix socket's connect waits for room in the listener's queue up to the send timeout.
+        setTimeout(fd, SO_SNDTIMEO, seconds: connectSeconds)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
             let error = Errno.last
             close(fd)
+            if error == .resourceTemporarilyUnavailable {
+                throw CommandFailure(message: "the keychainfs daemon for this mount accepts no connection (stopped or stuck; waited \(connectSeconds) s)",
+                                     status: .mountFailure)
+            }
             throw CommandFailure(message: "no keychainfs daemon answers for this mount (\(error))",
                                  status: .mountFailure)
         }
+        setTimeout(fd, SO_SNDTIMEO, seconds: 0)
         return fd
+    }
+
+    /// A socket's send or receive timeout (0: none).
+    package static func setTimeout(_ fd: Int32, _ option: Int32, seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Never raises SIGPIPE: a client that went away must not take the daemon with it.
@@ -104,18 +121,22 @@ package enum ControlSocket {
         try request(socket: RuntimeState.socketPath(for: mountpoint), line, then: writeMore)
     }
 
-    /// Sends a request to the daemon listening at `socket`; see `request(_:_:then:)`.
-    package static func request(socket: String, _ line: String,
+    /// Sends a request to the daemon listening at `socket`; see `request(_:_:then:)`. The
+    /// answer is waited for up to `replySeconds`: an unlock derives a key (seconds with the
+    /// sensitive preset) and nothing takes longer; a status is answered at once by a daemon
+    /// that runs.
+    package static func request(socket: String, _ line: String, replySeconds: Int = 120,
                                 then writeMore: (Int32) -> Void = { _ in }) throws(CommandFailure) -> String {
         let fd = try connect(to: socket)
         defer { close(fd) }
-        // An unlock derives a key (seconds with the sensitive preset); nothing takes longer.
-        var timeout = timeval(tv_sec: 120, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setTimeout(fd, SO_RCVTIMEO, seconds: replySeconds)
         send(fd, line)
         writeMore(fd)
         let reply = readLine(fd)
         if reply.hasPrefix("ok") { return String(reply.dropFirst(3)) }
+        if reply.isEmpty {
+            throw CommandFailure(message: "the keychainfs daemon gave no answer within \(replySeconds) s (stopped or stuck)", status: .failure)
+        }
         throw failure(reply)
     }
 

@@ -1,6 +1,7 @@
 import Daemon
 import Foundation
 import Glibc
+import Support
 import Testing
 
 /// The everyday commands without a passphrase, through the daemon that holds the vault
@@ -82,6 +83,45 @@ import Testing
         try #require(try run(keychainfsBinary, ["lock", m.mountpoint]).exitStatus == .success)
         #expect(try run(keychainfsBinary, ["unlock", "--vault", m.vault, "--passphrase-file", wrong]).exitStatus == .wrongPassphrase)
         #expect(try bare(m.vault, ["get", "app/token"]).exitStatus == .vaultBusy)
+    }
+
+    /// A daemon that is stopped (SIGSTOP, a debugger) or stuck keeps its socket: a command that
+    /// asks it says so within seconds, once its queue of connections is full too, and `status`
+    /// of every mount still finishes. `timeout 60` turns a hang into a failure.
+    @Test func aStoppedDaemonIsReportedNotWaitedForEver() throws {
+        let m = try MountFixture()
+        try #require(try m.cli.cli(["set", "app/token"], stdin: Data("s3cret".utf8)).exitStatus == .success)
+        let pid = try status(m.mountpoint).pid
+        try #require(pid > 0 && kill(pid, SIGSTOP) == 0)
+        defer { kill(pid, SIGCONT) }
+        let silent = try run("/usr/bin/timeout", ["60", keychainfsBinary, "status", m.mountpoint])
+        #expect(silent.status == Int32(Support.ExitStatus.failure.rawValue), "\(silent.status) \(silent.stderr)")
+        #expect(silent.stderr.contains("gave no answer within 5 s"), "\(silent.stderr)")
+        let script = """
+            import socket, subprocess, sys
+            path, kfs, mountpoint, vault = sys.argv[1:5]
+            held = []
+            for _ in range(64):
+                s = socket.socket(socket.AF_UNIX)
+                s.setblocking(False)
+                try:
+                    s.connect(path)
+                except BlockingIOError:
+                    break
+                held.append(s)
+            for arguments in (['status', mountpoint], ['get', '--vault', vault, 'app/token'], ['status']):
+                r = subprocess.run(['timeout', '60', kfs] + arguments, capture_output=True, text=True)
+                print(r.returncode, r.stderr.strip())
+            """
+        let full = try run("/usr/bin/python3", ["-c", script, RuntimeState.socketPath(for: m.mountpoint), keychainfsBinary, m.mountpoint, m.vault])
+        let lines = full.stdoutText.split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "\(full.stdoutText) \(full.stderr)")
+        let refused = "\(Support.ExitStatus.mountFailure.rawValue) keychainfs: the keychainfs daemon for this mount accepts no connection"
+        #expect(lines[0].hasPrefix(refused), "\(lines[0])")
+        #expect(lines[1].hasPrefix(refused), "\(lines[1])")
+        #expect(lines[2].hasPrefix("0"), "every mount's status finishes: \(lines[2])")
+        kill(pid, SIGCONT)
+        #expect(eventually { (try? bare(m.vault, ["get", "app/token"]))?.stdoutText == "s3cret" })
     }
 
     @Test func rulesClassesAndThePassphraseStillNeedThePassphrase() throws {

@@ -33,7 +33,8 @@ struct Status: ParsableCommand {
     static var hostKeyLine: String { "this-device-only items: " + HostKey.holder.description }
 
     private static func ask(socket: String) throws(CommandFailure) -> MountStatus {
-        try MountStatus(reply: ControlSocket.request(socket: socket, "status"))
+        // A running daemon answers at once; one stopped must not hold up the others' lines.
+        try MountStatus(reply: ControlSocket.request(socket: socket, "status", replySeconds: 5))
     }
 
     static func describe(_ status: MountStatus) -> String {
