@@ -19,7 +19,7 @@ package final class TPMConnection {
     package static let largestSecret = 128
 
     private var tcti: OpaquePointer?
-    private var context: OpaquePointer?
+    private(set) var context: OpaquePointer?
     /// Transient objects and sessions to flush, newest last.
     private var loaded: [ESYS_TR] = []
 
@@ -159,7 +159,7 @@ package final class TPMConnection {
         return session
     }
 
-    private func check(_ status: TSS2_RC, _ what: String) throws(TPMFailure) {
+    func check(_ status: TSS2_RC, _ what: String) throws(TPMFailure) {
         guard status != 0 else { return }
         throw .failed("\(what): \(String(cString: Tss2_RC_Decode(status)))")
     }

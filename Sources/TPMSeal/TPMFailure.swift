@@ -4,6 +4,8 @@ package enum TPMFailure: Error, Equatable {
     case unreachable(String)
     /// The sealed object was made under another TPM's storage root key (or was altered).
     case otherTPM
+    /// The TPM has no NV space left for a counter (or every handle tried is taken by others').
+    case full
     /// The TPM answered with an error, or the blob is not a sealed object.
     case failed(String)
 }
