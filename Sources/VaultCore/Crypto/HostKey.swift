@@ -129,6 +129,8 @@ public enum HostKey {
             failure(sealed, "TPM: \(reason)")
         case .full:
             failure(sealed, "TPM: no NV space left")
+        case .wrongAuthorization, .lockedOut, .pcrsChanged:
+            failure(sealed, "TPM: refused (\(error))")
         }
     }
 
