@@ -24,6 +24,8 @@ extension TPMConnection {
                   "PolicyGetDigest")
         guard let digest else { throw .failed("PolicyGetDigest returned nothing") }
         let policy = withUnsafeBytes(of: digest.pointee.buffer) { Array($0.prefix(Int(digest.pointee.size))) }
+        // A TPM holds few sessions at once (three in swtpm): the trial one goes before Create's.
+        flush(trial)
         return try create(secret, template: TPMTemplate.sealedData(policy: policy), authValue: authValue)
     }
 

@@ -141,6 +141,13 @@ package final class TPMConnection {
         return count
     }
 
+    /// Flushes a transient object or session before the connection ends.
+    func flush(_ handle: ESYS_TR) {
+        guard let at = loaded.lastIndex(of: handle) else { return }
+        loaded.remove(at: at)
+        _ = Esys_FlushContext(context, handle)
+    }
+
     /// ESAPI decrypts a response in place, in the one buffer its SAPI context keeps for commands
     /// and responses, and frees that buffer unwiped: the unsealed secret would stay there. The
     /// storage root key's public area and names, read next, are a longer response (about 160
