@@ -110,6 +110,37 @@ import Testing
         }
     }
 
+    /// A TPM whose NV space is full (filled with indices and counters of others' by tpm2_nvdefine): the
+    /// vault opens and writes as without a TPM, the record names no counter, and an older vault
+    /// alone is still refused by the record.
+    @Test func aFullTPMLeavesTheRecordAlone() throws {
+        let tpm = try SoftwareTPM()
+        var handle = 0x0150_0000, defined = 0
+        // Ordinary indices first, then counters (which fit in what ordinary ones leave).
+        for (size, attributes) in [(2048, "ownerread|ownerwrite"), (8, "ownerread|ownerwrite"), (8, "authread|authwrite|nt=counter")] {
+            while defined < 1000 {
+                let result = try run("/usr/bin/tpm2_nvdefine", ["--tcti", tpm.tcti, "-C", "o", "-s", "\(size)", "-a", attributes,
+                                                                "0x" + String(handle, radix: 16)])
+                guard result.status == 0 else { break }
+                handle += 1
+                defined += 1
+            }
+        }
+        #expect(defined > 0 && defined < 1000, "\(defined) indices defined")
+        let m = try Machine()
+        #expect(try m.cli(["set", "app/token", "old"], tcti: tpm.tcti).exitStatus == .success)
+        let backup = m.f.directory + "/backup"
+        try m.backup(to: backup)
+        #expect(try m.recordedCounter().isEmpty)
+        #expect(try m.cli(["set", "app/token", "new"], tcti: tpm.tcti).exitStatus == .success)
+        let read = try m.cli(["get", "app/token"], tcti: tpm.tcti)
+        #expect(read.exitStatus == .success && read.stdoutText == "new", "get: \(read.status) \(read.stderr)")
+        try FileManager.default.copyItem(atPath: backup + "/vault", toPath: m.f.directory + "/older.vault")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: m.f.vault + suffix) }
+        try FileManager.default.copyItem(atPath: backup + "/vault", toPath: m.f.vault)
+        #expect(try m.cli(["get", "app/token"], tcti: tpm.tcti).exitStatus == .rolledBack)
+    }
+
     /// Without a TPM the record alone holds, as before: the same restore goes unnoticed (the
     /// limit the counter removes), and the record names no counter.
     @Test func withoutATPMTheRecordAlone() throws {
