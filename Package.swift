@@ -88,7 +88,7 @@ let package = Package(
         ]),
         .testTarget(name: "KeychainFSTests", dependencies: [
             "KeychainFS", "Daemon", "Keyring", "FUSEDriver", "Admission", "DBus", "Support", "VaultCore",
-            "TestSupport", "StoragePostgres", "CSQLite", "CLinux",
+            "TestSupport", "StoragePostgres", "CSQLite", "CLinux", "TPMSeal",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,11 +12,14 @@ package final class SeenGenerationFile {
         package let generation: Int64
         package let headerMAC: [UInt8]
         package let mac: [UInt8]
+        /// The TPM counter's handle and the value it has once this row is written (nil: none).
+        package let counter: (handle: UInt32, value: UInt64)?
 
-        package init(generation: Int64, headerMAC: [UInt8], mac: [UInt8]) {
+        package init(generation: Int64, headerMAC: [UInt8], mac: [UInt8], counter: (handle: UInt32, value: UInt64)? = nil) {
             self.generation = generation
             self.headerMAC = headerMAC
             self.mac = mac
+            self.counter = counter
         }
     }
 
@@ -35,11 +38,16 @@ package final class SeenGenerationFile {
             generation INTEGER NOT NULL,
             header_mac BLOB    NOT NULL,
             mac        BLOB    NOT NULL,
+            nv_handle  INTEGER,
+            nv_count   INTEGER,
             PRIMARY KEY (location, vault_id)
         );
         """
+    /// Files made before the TPM counter lack its columns; SQLite adds them in place.
+    private static let counterColumns = ["nv_handle", "nv_count"]
 
     private let db: SQLiteConnection
+    private let lockPath: String
 
     /// Opens the file at `path`, creating it (0600, parent directories 0700) and its table.
     package init(path: String) throws(VaultError) {
@@ -49,7 +57,28 @@ package final class SeenGenerationFile {
             do throws(VaultError) { try VaultFiles.createEmptyPrivateFile(path) } catch .vaultExists { /* made meanwhile */ }
         }
         db = try SQLiteConnection(path: path, create: false)
+        lockPath = path + ".lock"
         try db.execute(SeenGenerationFile.schema)
+        let columns = try db.rows("PRAGMA table_info(seen)").compactMap { $0[1].blob.map { String(decoding: $0, as: UTF8.self) } }
+        for column in SeenGenerationFile.counterColumns where !columns.contains(column) {
+            do throws(VaultError) { try db.execute("ALTER TABLE seen ADD COLUMN \(column) INTEGER") } catch {
+                // Added meanwhile by another process.
+                guard try db.rows("PRAGMA table_info(seen)").contains(where: { $0[1].blob == Array(column.utf8) }) else { throw error }
+            }
+        }
+    }
+
+    /// Runs `body` holding this file's lock (flock on `generations.sqlite.lock`, beside it):
+    /// a row and the TPM counter it records change together, not only the row in SQLite's
+    /// transaction, so two processes do not interleave between the row and the increment.
+    package func locked<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .storageFailure("\(lockPath): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .storageFailure("\(lockPath): flock: \(String(cString: strerror(errno)))") }
+        }
+        return try body()
     }
 
     /// In one write transaction: gives `decide` what is stored for (`location`, `vaultID`) (nil:
@@ -58,18 +87,23 @@ package final class SeenGenerationFile {
                         _ decide: (Stored?) throws(VaultError) -> Row?) throws(VaultError) {
         let key: [SQLValue] = [.blob(location), .blob(vaultID)]
         try db.writeTransaction { () throws(VaultError) in
-            let row = try db.row("SELECT generation, header_mac, mac FROM seen WHERE location = ? AND vault_id = ?", key)
+            let row = try db.row("SELECT generation, header_mac, mac, nv_handle, nv_count FROM seen WHERE location = ? AND vault_id = ?", key)
             var stored: Stored? = nil
-            if let row, let generation = row[0].integer, let headerMAC = row[1].blob, let mac = row[2].blob {
-                stored = .row(Row(generation: generation, headerMAC: headerMAC, mac: mac))
+            if let row, let generation = row[0].integer, let headerMAC = row[1].blob, let mac = row[2].blob,
+               (row[3] == .null) == (row[4] == .null) {
+                let counter = row[3].integer.flatMap { handle in
+                    row[4].integer.map { (handle: UInt32(truncatingIfNeeded: handle), value: UInt64(bitPattern: $0)) }
+                }
+                stored = .row(Row(generation: generation, headerMAC: headerMAC, mac: mac, counter: counter))
             } else if row != nil {
                 stored = .malformed
             }
             guard let new = try decide(stored) else { return }
-            try db.run("INSERT INTO seen (location, vault_id, generation, header_mac, mac) VALUES (?, ?, ?, ?, ?) "
+            let counter: [SQLValue] = new.counter.map { [.integer(Int64($0.handle)), .integer(Int64(bitPattern: $0.value))] } ?? [.null, .null]
+            try db.run("INSERT INTO seen (location, vault_id, generation, header_mac, mac, nv_handle, nv_count) VALUES (?, ?, ?, ?, ?, ?, ?) "
                        + "ON CONFLICT (location, vault_id) DO UPDATE SET generation = excluded.generation, "
-                       + "header_mac = excluded.header_mac, mac = excluded.mac",
-                       key + [.integer(new.generation), .blob(new.headerMAC), .blob(new.mac)])
+                       + "header_mac = excluded.header_mac, mac = excluded.mac, nv_handle = excluded.nv_handle, nv_count = excluded.nv_count",
+                       key + [.integer(new.generation), .blob(new.headerMAC), .blob(new.mac)] + counter)
         }
     }
 }

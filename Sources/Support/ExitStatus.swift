@@ -39,7 +39,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .accessDenied: "access denied by an access rule"
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
         case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace, `secret-service --status`)"
-        case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back); --accept-rollback opens it"
+        case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back), or this machine's record of it is older than its TPM counter; --accept-rollback opens it"
         case .usage: "usage error"
         }
     }
@@ -76,7 +76,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .otherDevice: .otherDevice
         case .memberKeyRequired: .wrongPassphrase
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput
-        case .rolledBack: .rolledBack
+        case .rolledBack, .recordRolledBack: .rolledBack
         case .reported(let status, _): ExitStatus(rawValue: status) ?? .failure
         }
     }

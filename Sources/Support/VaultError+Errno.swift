@@ -31,7 +31,7 @@ extension VaultError {
         case .memberKeyRequired: return EACCES
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: return EINVAL
         // The vault's data is older than this machine knows it: stale, as NFS says of a handle.
-        case .rolledBack: return ESTALE
+        case .rolledBack, .recordRolledBack: return ESTALE
         case .reported: return EIO
         }
     }

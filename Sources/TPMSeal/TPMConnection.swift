@@ -19,12 +19,15 @@ package final class TPMConnection {
     package static let largestSecret = 128
 
     private var tcti: OpaquePointer?
-    private var context: OpaquePointer?
+    private(set) var context: OpaquePointer?
     /// Transient objects and sessions to flush, newest last.
-    private var loaded: [ESYS_TR] = []
+    var loaded: [ESYS_TR] = []
 
     /// Connects; `.unreachable` when nothing answers there (no device, nothing listening).
     package init(configuration: String) throws(TPMFailure) {
+        // Secrets pass through sodium_malloc'd memory, which needs libsodium initialised
+        // (idempotent; a caller that never touched a vault may not have).
+        guard sodium_init() >= 0 else { throw .failed("libsodium cannot be initialised") }
         guard Tss2_TctiLdr_Initialize(configuration, &tcti) == 0, tcti != nil else { throw .unreachable(configuration) }
         guard Esys_Initialize(&context, tcti, nil) == 0, context != nil else {
             Tss2_TctiLdr_Finalize(&tcti)
@@ -42,7 +45,14 @@ package final class TPMConnection {
     /// and private areas as the TPM marshals them (TPM2B_PUBLIC then TPM2B_PRIVATE), which only
     /// this TPM can load again.
     package func seal(_ secret: UnsafeRawBufferPointer) throws(TPMFailure) -> [UInt8] {
+        try create(secret, template: TPMTemplate.sealedData, authValue: nil)
+    }
+
+    /// Creates a sealed data object of `template` holding `secret`, its authorization value
+    /// `authValue` (nil: empty), sent through a salted session with the command encrypted.
+    func create(_ secret: UnsafeRawBufferPointer, template: TPM2B_PUBLIC, authValue: UnsafeRawBufferPointer?) throws(TPMFailure) -> [UInt8] {
         precondition(secret.count <= TPMConnection.largestSecret, "a sealed data object holds at most 128 bytes")
+        precondition((authValue?.count ?? 0) <= 32, "an authorization value is at most a SHA-256 digest")
         let parent = try storageRootKey()
         let session = try saltedSession(to: parent)
         try check(Esys_TRSess_SetAttributes(context, session, TPMTemplate.sessionContinue | TPMTemplate.sessionDecrypt, 0xff), "session")
@@ -54,7 +64,12 @@ package final class TPMConnection {
         sensitive.pointee.sensitive.data.size = UInt16(secret.count)
         let data = UnsafeMutableRawPointer(sensitive) + MemoryLayout<TPM2B_SENSITIVE_CREATE>.offset(of: \.sensitive.data.buffer)!
         data.copyMemory(from: secret.baseAddress!, byteCount: secret.count)
-        var template = TPMTemplate.sealedData
+        if let authValue, authValue.count > 0 {
+            sensitive.pointee.sensitive.userAuth.size = UInt16(authValue.count)
+            let auth = UnsafeMutableRawPointer(sensitive) + MemoryLayout<TPM2B_SENSITIVE_CREATE>.offset(of: \.sensitive.userAuth.buffer)!
+            auth.copyMemory(from: authValue.baseAddress!, byteCount: authValue.count)
+        }
+        var template = template
         var outside = TPM2B_DATA()
         var pcrs = TPML_PCR_SELECTION()
         var privatePart: UnsafeMutablePointer<TPM2B_PRIVATE>?
@@ -80,6 +95,14 @@ package final class TPMConnection {
     /// an encrypted response; the TPM's response buffer is wiped before it is freed. Returns the
     /// number of bytes written; `.otherTPM` when the object was made under another TPM.
     package func unseal(_ blob: [UInt8], into destination: UnsafeMutableRawBufferPointer) throws(TPMFailure) -> Int {
+        let (parent, object, session) = try load(blob)
+        try check(Esys_TRSess_SetAttributes(context, session, TPMTemplate.sessionContinue | TPMTemplate.sessionEncrypt, 0xff), "session")
+        return try unseal(object, parent: parent, session: session, into: destination)
+    }
+
+    /// Loads what `seal` or `create` returned under the storage root key: the parent, the
+    /// object, and the salted HMAC session used (to flush with the rest).
+    func load(_ blob: [UInt8]) throws(TPMFailure) -> (parent: ESYS_TR, object: ESYS_TR, session: ESYS_TR) {
         var publicPart = TPM2B_PUBLIC()
         var privatePart = TPM2B_PRIVATE()
         var offset = 0
@@ -98,7 +121,11 @@ package final class TPMConnection {
         if TPMConnection.isIntegrityFailure(status) { throw .otherTPM }
         try check(status, "Load")
         loaded.append(object)
-        try check(Esys_TRSess_SetAttributes(context, session, TPMTemplate.sessionContinue | TPMTemplate.sessionEncrypt, 0xff), "session")
+        return (parent, object, session)
+    }
+
+    /// Unseals `object` with `session` (which encrypts the response) into `destination`.
+    func unseal(_ object: ESYS_TR, parent: ESYS_TR, session: ESYS_TR, into destination: UnsafeMutableRawBufferPointer) throws(TPMFailure) -> Int {
         var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         defer {
             if let data { sodium_memzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
@@ -112,6 +139,13 @@ package final class TPMConnection {
         destination.baseAddress!.copyMemory(from: bytes, byteCount: count)
         overwriteResponseBuffer(with: parent)
         return count
+    }
+
+    /// Flushes a transient object or session before the connection ends.
+    func flush(_ handle: ESYS_TR) {
+        guard let at = loaded.lastIndex(of: handle) else { return }
+        loaded.remove(at: at)
+        _ = Esys_FlushContext(context, handle)
     }
 
     /// ESAPI decrypts a response in place, in the one buffer its SAPI context keeps for commands
@@ -131,7 +165,7 @@ package final class TPMConnection {
 
     /// The storage root key, derived again from the owner hierarchy's seed (owner authorization
     /// empty, as distributions leave it).
-    private func storageRootKey() throws(TPMFailure) -> ESYS_TR {
+    func storageRootKey() throws(TPMFailure) -> ESYS_TR {
         var sensitive = TPM2B_SENSITIVE_CREATE()
         var template = TPMTemplate.storageRootKey
         var outside = TPM2B_DATA()
@@ -146,21 +180,30 @@ package final class TPMConnection {
 
     /// An HMAC session whose salt is encrypted to `key`: its session key, and so the
     /// parameter encryption, is unknown to whoever watches the bus.
-    private func saltedSession(to key: ESYS_TR) throws(TPMFailure) -> ESYS_TR {
+    func saltedSession(to key: ESYS_TR, type: TPM2_SE = TPMTemplate.sessionHMAC) throws(TPMFailure) -> ESYS_TR {
         var symmetric = TPMT_SYM_DEF()
         symmetric.algorithm = TPMTemplate.algorithmAES
         symmetric.keyBits.aes = 128
         symmetric.mode.aes = TPMTemplate.algorithmCFB
         var session = ESYS_TR(ESYS_TR_NONE)
         try check(Esys_StartAuthSession(context, key, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                                        ESYS_TR(ESYS_TR_NONE), nil, TPMTemplate.sessionHMAC, &symmetric,
+                                        ESYS_TR(ESYS_TR_NONE), nil, type, &symmetric,
                                         TPMTemplate.algorithmSHA256, &session), "StartAuthSession")
         loaded.append(session)
         return session
     }
 
-    private func check(_ status: TSS2_RC, _ what: String) throws(TPMFailure) {
+    func check(_ status: TSS2_RC, _ what: String) throws(TPMFailure) {
         guard status != 0 else { return }
+        // The TPM's own codes a PIN seal answers with (format one: whichever handle or session).
+        if status >> 16 == 0 {
+            let formatOne: TSS2_RC = 0x080
+            let lockout: TSS2_RC = 0x921
+            let (authFail, badAuth, policyFail): (TSS2_RC, TSS2_RC, TSS2_RC) = (0x00E, 0x022, 0x01D)
+            if status == lockout { throw .lockedOut }
+            if status & formatOne != 0 && [authFail, badAuth].contains(status & 0x3F) { throw .wrongAuthorization }
+            if status & formatOne != 0 && status & 0x3F == policyFail { throw .pcrsChanged }
+        }
         throw .failed("\(what): \(String(cString: Tss2_RC_Decode(status)))")
     }
 

@@ -11,6 +11,8 @@ enum TPMTemplate {
     static let algorithmCFB: TPM2_ALG_ID = 0x0043
     static let curveNISTP256: TPM2_ECC_CURVE = 0x0003
     static let sessionHMAC: TPM2_SE = 0x00
+    static let sessionPolicy: TPM2_SE = 0x01
+    static let sessionTrial: TPM2_SE = 0x03
     static let sessionContinue: TPMA_SESSION = 0x01
     static let sessionDecrypt: TPMA_SESSION = 0x20
     static let sessionEncrypt: TPMA_SESSION = 0x40
@@ -59,6 +61,20 @@ enum TPMTemplate {
         object.publicArea.nameAlg = algorithmSHA256
         object.publicArea.objectAttributes = fixedTPM | fixedParent | userWithAuth | noDA
         object.publicArea.parameters.keyedHashDetail.scheme.scheme = algorithmNull
+        return object
+    }
+
+    /// A sealed data object opened only through `policy` (PolicyAuthValue, and PolicyPCR when
+    /// bound to PCRs): no userWithAuth, so the bare authorization value is not enough, and no
+    /// noDA, so every wrong one counts toward the TPM's dictionary-attack lockout.
+    static func sealedData(policy: [UInt8]) -> TPM2B_PUBLIC {
+        var object = TPM2B_PUBLIC()
+        object.publicArea.type = algorithmKeyedHash
+        object.publicArea.nameAlg = algorithmSHA256
+        object.publicArea.objectAttributes = fixedTPM | fixedParent
+        object.publicArea.parameters.keyedHashDetail.scheme.scheme = algorithmNull
+        object.publicArea.authPolicy.size = UInt16(policy.count)
+        withUnsafeMutableBytes(of: &object.publicArea.authPolicy.buffer) { $0.copyBytes(from: policy) }
         return object
     }
 }

@@ -82,6 +82,12 @@ extension VaultError: CustomStringConvertible {
             return "\(path): the vault is at generation \(found), older than generation \(newest), the newest this machine has seen "
                 + "of it (\(SeenGenerations.path)): an older copy of the vault was put back, and every change since is gone. "
                 + "If that is what you meant, open it once with --accept-rollback (mount -o accept_rollback)"
+        case .recordRolledBack(let path, let recorded, let counter):
+            return "\(path): this machine's record of the newest generation seen of it (\(SeenGenerations.path)) "
+                + (recorded.map { "was written at count \($0) of its TPM rollback counter, which is at \(counter) now" }
+                   ?? "is gone or names no TPM rollback counter, while the TPM's counter for it is at \(counter)")
+                + ": the record was put back from an older copy or removed, and the vault may be an older copy too. "
+                + "If that is what you meant, open it once with --accept-rollback (mount -o accept_rollback)"
         }
     }
 }

@@ -62,6 +62,11 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault is at an older generation than this machine last saw of it at that location
     /// (an older file or dump put back, `SeenGenerations`); `--accept-rollback` opens it.
     case rolledBack(path: String, found: Int64, newest: Int64)
+    /// This machine's record of the generations seen of the vault at `path` is older than the
+    /// TPM's rollback counter for it (`recorded`: the counter's value the record names; nil: the
+    /// record is gone or never named one): the record was put back or removed, the vault perhaps
+    /// with it. `--accept-rollback` opens it.
+    case recordRolledBack(path: String, recorded: UInt64?, counter: UInt64)
     /// A failure a daemon serving the vault reported to the command line that asked it: its
     /// exit status and message, as the daemon's own error mapped them.
     case reported(status: Int32, message: String)

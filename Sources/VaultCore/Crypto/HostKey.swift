@@ -127,6 +127,10 @@ public enum HostKey {
             .otherDevice("the host key sealed in \(sealed) (by another TPM than this machine's)")
         case .failed(let reason):
             failure(sealed, "TPM: \(reason)")
+        case .full:
+            failure(sealed, "TPM: no NV space left")
+        case .wrongAuthorization, .lockedOut, .pcrsChanged:
+            failure(sealed, "TPM: refused (\(error))")
         }
     }
 

@@ -428,12 +428,19 @@ final class RecordCipher: GenerationSealer {
 
     /// The MAC of this machine's record of the newest generation seen at `location`
     /// (`SeenGenerations`), made while `headerMAC` was the vault's (it changes with the key).
-    func seenMAC(location: String, generation: Int64, headerMAC: [UInt8]) -> [UInt8] {
+    /// A row that names a TPM counter binds its handle and count too (rows without one keep
+    /// the MAC they were written with).
+    func seenMAC(location: String, generation: Int64, headerMAC: [UInt8], counter: (handle: UInt32, value: UInt64)? = nil) -> [UInt8] {
         var message = RecordCipher.formatTag + Array("seen".utf8) + vaultID
         message.appendLittleEndian(UInt64(bitPattern: generation))
         for part in [Array(location.utf8), headerMAC] {
             message.appendLittleEndian(UInt64(part.count))
             message += part
+        }
+        if let counter {
+            message += Array("tpm counter".utf8)
+            message.appendLittleEndian(UInt64(counter.handle))
+            message.appendLittleEndian(counter.value)
         }
         return VaultKeys.keyedHash(message, key: present(keys.header))
     }

@@ -18,6 +18,10 @@ import StorageSQLite
 /// delete the row or the file, and this machine then knows nothing of the vault (as before its
 /// first open). A row written before the vault's key was rotated (its header MAC differs) cannot
 /// be checked; it still counts as a floor (an older vault is refused) and is replaced.
+///
+/// Where a TPM answers, a monotonic counter in it (`RollbackCounter`) closes what the file
+/// alone cannot: the file put back from an older copy (or deleted), with the vault, is refused
+/// too (see `update`).
 public enum SeenGenerations {
     public static var path: String {
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
@@ -47,7 +51,7 @@ public enum SeenGenerations {
     /// the newest seen at `location`, unless `accepting`; then records the newest.
     static func check(location: String, generation: Int64, headerMAC: [UInt8], cipher: RecordCipher,
                       accepting: Bool) throws(VaultError) {
-        try update(location: location, generation: generation, headerMAC: headerMAC, cipher: cipher) {
+        try update(location: location, generation: generation, headerMAC: headerMAC, cipher: cipher, refusing: !accepting) {
             (recorded, authentic, sameKey) throws(VaultError) -> Int64 in
             if accepting { return generation }
             if sameKey && !authentic {
@@ -72,26 +76,62 @@ public enum SeenGenerations {
     /// `decide` gets the recorded generation (nil: none, or malformed), whether its MAC holds, and
     /// whether it was written under the vault's current header MAC (true for a malformed row); it
     /// gives the generation to record.
-    private static func update(location: String, generation: Int64, headerMAC: [UInt8], cipher: RecordCipher,
+    ///
+    /// Where a TPM answers, the row also names the vault's TPM counter (`RollbackCounter`) and
+    /// the value it has once the row is written: the row is committed with the count one above
+    /// the counter's, then the counter is raised, all under the file's lock. So the newest row
+    /// names the counter's value (one above it after a crash between the two), and an older row
+    /// put back names less: with `refusing`, that is `.recordRolledBack`, as is a counter that
+    /// exists for the vault while no row (or a row naming no counter) does. A TPM that fails or
+    /// has no NV space left leaves the record to the file alone, as without a TPM.
+    private static func update(location: String, generation: Int64, headerMAC: [UInt8], cipher: RecordCipher, refusing: Bool = false,
                                _ decide: (Int64?, Bool, Bool) throws(VaultError) -> Int64) throws(VaultError) {
-        try file().update(location: Array(location.utf8), vaultID: cipher.vaultID) {
-            (stored) throws(VaultError) -> SeenGenerationFile.Row? in
-            var recorded: Int64? = nil, authentic = false, sameKey = false
-            switch stored {
-            case .row(let row)?:
-                recorded = row.generation
-                sameKey = row.headerMAC == headerMAC
-                let expected = cipher.seenMAC(location: location, generation: row.generation, headerMAC: row.headerMAC)
-                authentic = sameKey && expected.count == row.mac.count && sodium_memcmp(expected, row.mac, row.mac.count) == 0
-            case .malformed?:
-                sameKey = true  // a malformed row: tampering, as one whose MAC fails
-            case nil:
-                break
+        let file = try file()
+        try file.locked { () throws(VaultError) in
+            let tpm = RollbackCounter(vaultID: cipher.vaultID, location: location, statePath: path)
+            let before = try? tpm?.existing()
+            let current = try? tpm?.current()
+            var written: (handle: UInt32, value: UInt64)? = nil
+            try file.update(location: Array(location.utf8), vaultID: cipher.vaultID) {
+                (stored) throws(VaultError) -> SeenGenerationFile.Row? in
+                var recorded: Int64? = nil, authentic = false, sameKey = false
+                var storedCounter: (handle: UInt32, value: UInt64)? = nil
+                switch stored {
+                case .row(let row)?:
+                    recorded = row.generation
+                    storedCounter = row.counter
+                    sameKey = row.headerMAC == headerMAC
+                    let expected = cipher.seenMAC(location: location, generation: row.generation, headerMAC: row.headerMAC, counter: row.counter)
+                    authentic = sameKey && expected.count == row.mac.count && sodium_memcmp(expected, row.mac, row.mac.count) == 0
+                case .malformed?:
+                    sameKey = true  // a malformed row: tampering, as one whose MAC fails
+                case nil:
+                    break
+                }
+                let newest = try decide(recorded, authentic, sameKey)
+                if refusing, let current, let counted = before.flatMap({ $0.value }) {
+                    // A row from before a key rotation cannot be checked; its count, as its
+                    // generation, still counts.
+                    guard let storedCounter, storedCounter.handle == current.handle else {
+                        throw .recordRolledBack(path: location, recorded: nil, counter: counted)
+                    }
+                    guard storedCounter.value >= current.value else {
+                        throw .recordRolledBack(path: location, recorded: storedCounter.value, counter: current.value)
+                    }
+                }
+                let counterCurrent = current.map { current in
+                    storedCounter.map { $0.handle == current.handle && $0.value >= current.value } ?? false
+                } ?? true
+                guard newest != recorded || !authentic || !counterCurrent else { return nil }
+                let counter = current.map { (handle: $0.handle, value: $0.value + 1) } ?? (authentic ? storedCounter : nil)
+                if current != nil { written = counter }
+                return SeenGenerationFile.Row(generation: newest, headerMAC: headerMAC,
+                                              mac: cipher.seenMAC(location: location, generation: newest, headerMAC: headerMAC, counter: counter),
+                                              counter: counter)
             }
-            let newest = try decide(recorded, authentic, sameKey)
-            guard newest != recorded || !authentic else { return nil }
-            return SeenGenerationFile.Row(generation: newest, headerMAC: headerMAC,
-                                          mac: cipher.seenMAC(location: location, generation: newest, headerMAC: headerMAC))
+            // After the commit: a crash before it leaves the row one above the counter, which
+            // the next update takes as current.
+            if let written { _ = try? tpm?.increment(handle: written.handle) }
         }
     }
 }
