@@ -224,6 +224,10 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         StorageChangeToken(Int64(db.commits), try db.dataVersion())
     }
 
+    package func othersChangeToken() throws(VaultError) -> StorageChangeToken {
+        StorageChangeToken(try db.dataVersion())
+    }
+
     // MARK: format
 
     package func formatVersion() throws(VaultError) -> Int {

@@ -35,7 +35,8 @@ public final class Vault: Sendable {
         /// The header MAC last found to verify under `cipher`: a stored one that differs means
         /// the master key was rotated (or the header tampered with).
         var verifiedHeaderMAC: [UInt8] = []
-        /// The change token when the header was last looked at; nil to look at the next operation.
+        /// The storage's token of others' commits when the header was last looked at; nil to look
+        /// at the next operation.
         var checkedToken: StorageChangeToken? = nil
         /// The access log's public key of the current master key, kept through a lock (so a
         /// locked mount logs) but dropped when a rotation shuts this vault out: batches are never
@@ -534,7 +535,9 @@ public final class Vault: Sendable {
         // lock kept, which a rotation makes useless (its tags are gone).
         guard state.cipher != nil || state.searchKey != nil, !state.verifiedHeaderMAC.isEmpty else { return .unchanged }
         let storage = state.storage
-        let token = try storage.changeToken()
+        // Others' commits only: this vault's own writes change the header only through its
+        // rotations and upgrades, which take the new MAC themselves.
+        let token = try storage.othersChangeToken()
         guard force || token != state.checkedToken else { return .unchanged }
         let (header, version) = try storage.read { () throws(VaultError) in (try storage.header(), try storage.formatVersion()) }
         guard let header else { return .unchanged }  // the operation reports it
@@ -693,6 +696,9 @@ public final class Vault: Sendable {
             continuing = true
         }
     }
+
+    /// Whether the storage's sync can run beside its commits (`VaultStorage.syncsAlongsideCommits`).
+    public var syncsAlongsideCommits: Bool { state.withLock { $0.storage.syncsAlongsideCommits } }
 
     /// Whether a change committed with `durable: false` is not yet known to be durable.
     public var hasUnsyncedCommits: Bool { state.withLock { $0.unsynced } }

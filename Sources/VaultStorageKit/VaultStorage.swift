@@ -68,6 +68,11 @@ package protocol VaultStorage: AnyObject, Sendable {
     /// Changes whenever anything is committed to the vault, by this connection or another.
     func changeToken() throws(VaultError) -> StorageChangeToken
 
+    /// Changes whenever another connection commits to the vault; this connection's own commits
+    /// leave it alone. What a vault compares to look for another process's rotation: its own
+    /// writes already know what they changed, so they need not cost a look afterwards.
+    func othersChangeToken() throws(VaultError) -> StorageChangeToken
+
 
     // MARK: format
 
