@@ -204,6 +204,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return StorageChangeToken(commits, othersCommits, changeCount)
     }
 
+    package func othersChangeToken() throws(VaultError) -> StorageChangeToken {
+        othersCommits += Int64(try db.notificationsFromOthers())
+        // A new connection may have missed NOTIFYs: its count, read at connect, stands for them.
+        if db.generation != changeCountGeneration { try noteChangeCount() }
+        return StorageChangeToken(othersCommits, changeCount)
+    }
+
     // MARK: what a transaction remembers
 
     /// The vault's row as `vaultColumns` lists it, read once per transaction (a write's lock
@@ -447,6 +454,19 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         let node = try PostgresStorage.readableNodeRow(row)
         remember(id, node)
         return node
+    }
+
+    /// One statement, so one snapshot and one round trip, where the protocol's default takes a
+    /// read transaction of three (its BEGIN and COMMIT each waited for).
+    package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
+        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns), content FROM nodes WHERE vault = $1 AND id = $2",
+                                   [name, .integer(id.rawValue)]) else {
+            remember(id, nil)
+            return nil
+        }
+        let node = try PostgresStorage.readableNodeRow(row)
+        remember(id, node)
+        return (node, row[7].bytes)
     }
 
     package func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
