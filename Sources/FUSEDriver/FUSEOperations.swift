@@ -340,7 +340,7 @@ enum FUSEOperations {
     /// A close that stored is answered by the group commit, once its content is durable.
     static func flush(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
-            let grouped = fs.groupCommit.isRunning
+            let grouped = fs.groupCommit.takesNext
             if try fs.flush(fi!.pointee.fh, caller, durable: !grouped), grouped {
                 fs.groupCommit.answerWhenDurable(req)
                 return
@@ -351,7 +351,7 @@ enum FUSEOperations {
 
     static func fsync(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         replying(req) { (fs, caller) throws(VaultError) in
-            let grouped = fs.groupCommit.isRunning
+            let grouped = fs.groupCommit.takesNext
             try fs.sync(fi!.pointee.fh, caller, durable: !grouped)
             if grouped {
                 fs.groupCommit.answerWhenDurable(req)

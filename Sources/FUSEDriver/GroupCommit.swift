@@ -27,12 +27,24 @@ package final class GroupCommit: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
 
+    private let syncsAlongside: Bool
+
     init(vault: Vault) {
         self.vault = vault
+        syncsAlongside = vault.syncsAlongsideCommits
     }
 
     /// Whether its thread runs; without it, every close syncs its own commit.
     var isRunning: Bool { started.load(ordering: .acquiring) && !stopping.load(ordering: .acquiring) }
+
+    /// Whether a close or fsync now should leave its sync to this thread. Where the sync is
+    /// itself a commit on the storage's one connection (PostgreSQL), a close that finds no
+    /// other waiting commits durably instead: the same one synchronous commit, without a
+    /// second round trip for the sync; closes that come while a sync is under way still share
+    /// the next one.
+    var takesNext: Bool {
+        isRunning && (syncsAlongside || isAnswering)
+    }
 
     /// Whether a request waits for its answer.
     var isAnswering: Bool { unanswered.load(ordering: .sequentiallyConsistent) > 0 }
