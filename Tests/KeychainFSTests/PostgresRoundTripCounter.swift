@@ -30,7 +30,11 @@ final class PostgresRoundTripCounter: @unchecked Sendable {
             close(listener)
             throw FixtureError("cannot listen on \(path): \(String(cString: strerror(errno)))")
         }
-        Thread.detachNewThread { [self] in accepting() }
+        // Not `self`: the thread holding it would keep `deinit` (which ends the thread and
+        // removes the directory) from ever running.
+        Thread.detachNewThread { [listener, server = self.server, counted] in
+            PostgresRoundTripCounter.accepting(listener: listener, server: server, counted: counted)
+        }
     }
 
     deinit {
@@ -51,9 +55,7 @@ final class PostgresRoundTripCounter: @unchecked Sendable {
         }
     }
 
-    private func accepting() {
-        let listener = self.listener
-        let server = self.server
+    private static func accepting(listener: Int32, server: String, counted: Tally) {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
