@@ -28,9 +28,11 @@ import Testing
         let read = perCall("cat item") { readFile(mount.path("dir/item\($0)")) == Array("value \($0)\n".utf8) }
         let renamed = perCall("rename") { rename(mount.path("dir/item\($0)"), mount.path("dir/moved\($0)")) == 0 }
         let deleted = perCall("delete") { unlink(mount.path("dir/moved\($0)")) == 0 }
-        #expect(created > 0 && created <= 16)
-        #expect(read > 0)
-        #expect(renamed > 0 && renamed <= 14)
-        #expect(deleted > 0 && deleted <= 11)
+        // Before a vault stopped reading its own commits back and a read took one statement:
+        // 13.5, 5.5, 9.7 and 7.8; now 9.0, 3.3, 7.9 and 5.1.
+        #expect(created > 0 && created <= 10)
+        #expect(read > 0 && read <= 4)
+        #expect(renamed > 0 && renamed <= 8.5)
+        #expect(deleted > 0 && deleted <= 6)
     }
 }
