@@ -77,12 +77,13 @@ package enum FUSESession {
             throw MountFailure(message: "cannot install signal handlers")
         }
         defer { fuse_remove_signal_handlers(session) }
-        // After the unmount: the ring's buffers go once nothing can write into them.
-        defer { ring.close() }
         guard fuse_session_mount(session, mountpoint) == 0 else {
             throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
         }
         defer { fuse_session_unmount(session) }
+        // Before the unmount, which waits for every request the ring holds: with the loop over,
+        // only the ring's end (the kernel cancels what waits in it) lets them go.
+        defer { ring.close() }
         // Should libfuse refuse, shared mappings fail with ENODEV, io_uring is not asked for,
         // and all else works.
         if !InitNegotiation.install(on: session) {
