@@ -60,7 +60,7 @@ extension MountOption {
                 request.busyPollMicroseconds = try number(text, in: 0...1_000_000)
             },
             // No shown default: KEYCHAINFS_TRANSPORT may change it (`FUSETransport.defaultChoice`).
-            MountOption(name: "transport", word: "transport", value: .text(valueName: "dev-fuse|io-uring|auto"),
+            MountOption(name: "transport", word: "transport", value: .choice(FUSETransport.allCases.map(\.rawValue)),
                         help: "How requests travel between the kernel and the daemon: read and write on /dev/fuse (the default), io_uring queues (Linux 6.14 with the fuse module's enable_uring on; refused otherwise), or auto: io_uring when the kernel offers it.") {
                 request, text throws(Refusal) in
                 guard let transport = FUSETransport(rawValue: text) else {
