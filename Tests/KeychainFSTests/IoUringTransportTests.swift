@@ -138,4 +138,43 @@ enum KernelIoUring {
             #expect(processMemoryHits(pid, [Array(content.utf8)]) == [0])
         }
     }
+
+    /// SIGTERM or SIGINT ends the daemon and its mount as on /dev/fuse. The unmount waits for
+    /// every request the ring holds, which only the ring's end lets go once its thread stops
+    /// serving: the ring ends first (before that fix the daemon hung in the unmount for good).
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalEndsTheDaemonAndItsMount(signal: Int32) throws {
+        try KernelIoUring.with(enabled: true) {
+            let f = try CLIFixture()
+            let mountpoint = f.directory + "/mnt"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let daemon = try ForegroundDaemon(f, mountpoint: mountpoint, extra: Self.ioUring)
+            #expect(try status(mountpoint).field("transport") == "io-uring")
+            #expect(writeFile(mountpoint + "/item", Array("kept".utf8)) == 0)
+            kill(daemon.process.processIdentifier, signal)
+            #expect(daemon.exitStatus() == 0)
+            #expect(!isMounted(mountpoint))
+            #expect(try f.cli(["get", "item"]).stdoutText == "kept")
+        }
+    }
+
+    /// A request held in its entry (waiting for a confirmation) whose caller is killed: the
+    /// kernel's INTERRUPT comes by /dev/fuse while the answer is due through the ring. The
+    /// mount goes on serving others meanwhile, and ends cleanly.
+    @Test func aKilledCallerOfAHeldRequestLeavesTheRingServing() throws {
+        try KernelIoUring.with(enabled: true) {
+            let s = try AccessRuleMountTests.Scene(mountArguments: Self.ioUring + ["--confirm-with", "exec sleep 3", "--confirm-timeout", "2"])
+            #expect(try status(s.m.mountpoint).field("transport") == "io-uring")
+            try s.allow(["app", "--exe", s.reader, "--confirm"])
+            let waiting = try Process.run(URL(fileURLWithPath: s.reader), arguments: [s.m.path("app/token")])
+            usleep(300_000)
+            kill(waiting.processIdentifier, SIGKILL)
+            waiting.waitUntilExit()
+            // Others are served while the held request waits for its dialog's timeout.
+            #expect(readFile(s.m.path("open/plain")) == Array("public".utf8))
+            #expect(writeFile(s.m.path("open/new"), Array("new".utf8)) == 0)
+            #expect(try s.m.unmount().exitStatus == .success)
+            #expect(!isMounted(s.m.mountpoint))
+        }
+    }
 }
