@@ -396,7 +396,10 @@ final class FUSERing: @unchecked Sendable {
         }
         guard !batch.isEmpty else { return }
         for (index, _) in batch {
-            guard let sqe = io_uring_get_sqe(&ring) else { break }
+            // The ring has room for every entry and both polls; should it be full, what waits goes first.
+            var sqe = io_uring_get_sqe(&ring)
+            if sqe == nil, submit() { sqe = io_uring_get_sqe(&ring) }
+            guard let sqe else { continue }
             prepare(sqe, entry: index, command: FUSE_IO_URING_CMD_COMMIT_AND_FETCH)
         }
         _ = submit()
