@@ -24,6 +24,7 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CTPM", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
+        .systemLibrary(name: "CURing", pkgConfig: "liburing", providers: [.apt(["liburing-dev"])]),
 
         // System calls as typed values: swift-system's descriptors and Errno, EINTR and short
         // reads and writes handled once, files that appear whole or not at all.
@@ -51,7 +52,7 @@ let package = Package(
         // Who is asking, the rules, the user's confirmation and the access log: one door for every way in.
         .target(name: "Admission", dependencies: ["Locking", "SystemCalls", "VaultCore", "Support", "CLinux"]),
         // The FUSE low-level driver: POSIX calls onto the vault, through Admission.
-        .target(name: "FUSEDriver", dependencies: ["Locking", "SystemCalls", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium"]),
+        .target(name: "FUSEDriver", dependencies: ["Locking", "SystemCalls", "Admission", "VaultCore", "Support", "CFuse", "CLinux", "CSodium", "CURing"]),
         // The freedesktop Secret Service: D-Bus calls onto the vault, through Admission.
         .target(name: "Keyring", dependencies: ["Locking", "DBus", "Admission", "VaultCore", "Support", "CCrypto", "CSodium"]),
         // Lifecycle: mounting, the control socket, lock triggers, the service manager.

@@ -26,7 +26,7 @@ install_packages() {
     fi
 }
 
-BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev libpq-dev libpam0g-dev libtss2-dev)
+BUILD_PACKAGES=(libfuse3-dev libsodium-dev fuse3 pkg-config libsqlite3-dev libssl-dev libsystemd-dev libpq-dev libpam0g-dev libtss2-dev liburing-dev)
 
 # Builds pam_keychainfs.so (configuration: debug or release) and installs it where this
 # machine's PAM modules are (beside pam_unix.so: /lib/x86_64-linux-gnu/security on Debian).

@@ -15,6 +15,7 @@
 #include <sys/auxv.h>
 #include <poll.h>
 #include <linux/fuse.h>
+#include <sys/eventfd.h>
 
 /* fcntl.h defines the open file description locks only under _GNU_SOURCE. */
 #ifndef F_OFD_GETLK
@@ -25,6 +26,47 @@
 /* Linux 6.6; older kernel headers lack it (bit 36: flags2's bit 4 in INIT). */
 #ifndef FUSE_DIRECT_IO_ALLOW_MMAP
 #define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
+
+/* FUSE over io_uring (Linux 6.14, protocol 7.42): the kernel's uapi (include/uapi/linux/fuse.h),
+   missing from older kernel headers. INIT's flags2 bit 9 asks for it; then each ring entry is
+   registered with an IORING_OP_URING_CMD whose 80-byte command area holds fuse_uring_cmd_req,
+   and whose addr points to two iovecs: the headers below, then the payload. */
+#ifndef FUSE_OVER_IO_URING
+#define FUSE_OVER_IO_URING (1ULL << 41)
+
+struct fuse_uring_ent_in_out {
+    uint64_t flags;
+    /* The request's unique id as the kernel hands it; echoed back to commit its answer. */
+    uint64_t commit_id;
+    /* Bytes of the payload buffer in use (the request's arguments, or the answer's). */
+    uint32_t payload_sz;
+    uint32_t padding;
+    uint64_t reserved;
+};
+
+/* The first iovec of an entry. */
+struct fuse_uring_req_header {
+    /* fuse_in_header from the kernel, fuse_out_header to it. */
+    char in_out[128];
+    /* The operation's own header (fuse_write_in, ...): the request's first argument. */
+    char op_in[128];
+    struct fuse_uring_ent_in_out ring_ent_in_out;
+};
+
+enum fuse_uring_cmd {
+    FUSE_IO_URING_CMD_INVALID = 0,
+    FUSE_IO_URING_CMD_REGISTER = 1,
+    FUSE_IO_URING_CMD_COMMIT_AND_FETCH = 2,
+};
+
+/* In the SQE's command area (IORING_SETUP_SQE128). */
+struct fuse_uring_cmd_req {
+    uint64_t flags;
+    uint64_t commit_id;
+    uint16_t qid;
+    uint8_t padding[6];
+};
 #endif
 
 /* pidfd_open(2): glibc's wrapper is declared only under _GNU_SOURCE. PIDFD_THREAD (Linux 6.9)

@@ -159,8 +159,10 @@ final class ControlServer: Sendable {
     }
 
     func status() -> MountStatus {
-        MountStatus(mountpoint: served.mountpoint, vault: served.shownVault, pid: getpid(), locked: served.locking.isLocked,
-                    items: try? served.vault.itemCount(), idleLockSeconds: served.idleLockSeconds,
-                    idleSeconds: served.idleSeconds())
+        var status = MountStatus(mountpoint: served.mountpoint, vault: served.shownVault, pid: getpid(), locked: served.locking.isLocked,
+                                 items: try? served.vault.itemCount(), idleLockSeconds: served.idleLockSeconds,
+                                 idleSeconds: served.idleSeconds())
+        status.transport = served.transport()
+        return status
     }
 }

@@ -110,7 +110,8 @@ package enum MountDaemon {
         let control = try ControlServer(serving: ServedVault(vault: vault, gate: gate, locking: fileSystem, mountCache: fileSystem,
                                                              mountpoint: mountpoint, shownVault: shown,
                                                              idleLockSeconds: request.idleLockSeconds,
-                                                             idleSeconds: { fileSystem.secondsSinceActivity }),
+                                                             idleSeconds: { fileSystem.secondsSinceActivity },
+                                                             transport: { fileSystem.transportInUse.rawValue }),
                                         at: record)
         // Before the mount: a taken name or a missing bus fails the mount with one line.
         let secretService = request.secretService
@@ -161,7 +162,7 @@ package enum MountDaemon {
         do throws(FUSESession.MountFailure) {
             // The vault names the mount (`findmnt -S VAULT`, `umount VAULT`), without a URI's password.
             try FUSESession.serve(fileSystem, at: mountpoint, source: shown, kernelOptions: request.kernelOptions,
-                                  busyPollMicroseconds: request.busyPollMicroseconds)
+                                  busyPollMicroseconds: request.busyPollMicroseconds, transport: request.transport)
             served = true
         } catch {
             throw CommandFailure(message: error.message, status: .mountFailure)

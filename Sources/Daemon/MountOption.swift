@@ -18,6 +18,8 @@ package struct MountOption {
         case kdf
         /// One of `choices`, given any number of times; each is a `-o` word of its own.
         case repeated(choices: [String])
+        /// One of `choices`, once (`--name CHOICE`, `-o word=CHOICE`).
+        case choice([String])
     }
 
     /// A value the option does not take: what it takes, to be said after the option's name.

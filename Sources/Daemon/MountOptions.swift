@@ -59,6 +59,15 @@ extension MountOption {
                 request, text throws(Refusal) in
                 request.busyPollMicroseconds = try number(text, in: 0...1_000_000)
             },
+            // No shown default: KEYCHAINFS_TRANSPORT may change it (`FUSETransport.defaultChoice`).
+            MountOption(name: "transport", word: "transport", value: .choice(FUSETransport.allCases.map(\.rawValue)),
+                        help: "How requests travel between the kernel and the daemon: read and write on /dev/fuse (the default), io_uring queues (Linux 6.14 with the fuse module's enable_uring on; refused otherwise), or auto: io_uring when the kernel offers it.") {
+                request, text throws(Refusal) in
+                guard let transport = FUSETransport(rawValue: text) else {
+                    throw Refusal(takes: "takes " + FUSETransport.allCases.map(\.rawValue).joined(separator: ", "))
+                }
+                request.transport = transport
+            },
             MountOption(name: "remount-wait", word: "remount_wait", value: .duration(zero: true),
                         shownDefault: "\(MountRequest.defaultRemountWaitSeconds)s",
                         help: "When the vault's previous daemon, its mount already gone, is still storing and wiping, wait this long for it (default 10s; 0: refuse at once). A vault another mount serves is refused at once.") {

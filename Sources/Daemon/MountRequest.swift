@@ -59,6 +59,8 @@ package struct MountRequest: Codable, Equatable, Sendable {
     package var syncWindowMilliseconds: Int? = nil
     /// How long the session loop polls for the next request before it sleeps (`FUSESession`).
     package var busyPollMicroseconds = FUSESession.defaultBusyPollMicroseconds
+    /// How requests travel between the kernel and the daemon (`FUSETransport`).
+    package var transport = FUSETransport.defaultChoice
     /// How long to wait for the vault's previous daemon, its mount gone, to let go (`ExclusiveUse`).
     package var remountWaitSeconds = MountRequest.defaultRemountWaitSeconds
     /// Nothing on stdout or stderr on success, as mount(8) expects of its helpers.

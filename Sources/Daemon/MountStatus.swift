@@ -17,12 +17,15 @@ package struct MountStatus: Codable, Equatable {
     package let idleSeconds: Int64
     /// Nil when locked or when there is no idle lock.
     package let locksInSeconds: Int64?
+    /// How the kernel's requests reach the mount (`dev-fuse`, `io-uring`); nil without a mount.
+    package var transport: String? = nil
 
     private enum CodingKeys: String, CodingKey {
         case mountpoint, vault, pid, locked, items
         case idleLockSeconds = "idle_lock_seconds"
         case idleSeconds = "idle_seconds"
         case locksInSeconds = "locks_in_seconds"
+        case transport
     }
 
     /// Absent values are written as null rather than left out, so every field is always there
@@ -37,6 +40,7 @@ package struct MountStatus: Codable, Equatable {
         try container.encode(idleLockSeconds, forKey: .idleLockSeconds)
         try container.encode(idleSeconds, forKey: .idleSeconds)
         try container.encode(locksInSeconds, forKey: .locksInSeconds)
+        try container.encode(transport, forKey: .transport)
     }
 }
 

@@ -19,4 +19,6 @@ struct ServedVault: Sendable {
     let idleLockSeconds: Int?
     /// Seconds since a client last used a secret (0 where nothing counts them).
     let idleSeconds: @Sendable () -> Int64
+    /// How the kernel's requests reach the mount now; nil without a mount.
+    var transport: @Sendable () -> String? = { nil }
 }

@@ -25,8 +25,27 @@ package enum FUSESession {
     /// `source`: what the mount table names as the mount's source (the vault, for `findmnt -S`).
     /// `kernelOptions`: mount flags asked for through mount(8) (ro, noexec), passed to the kernel.
     /// `busyPollMicroseconds`: how long the loop polls for the next request before it sleeps.
+    /// `transport`: /dev/fuse, io_uring (refused when the kernel does not offer it), or
+    /// whichever the kernel offers.
     package static func serve(_ fileSystem: FileSystem, at mountpoint: String, source: String = "keychainfs", kernelOptions: [String] = [],
-                      busyPollMicroseconds: Int = defaultBusyPollMicroseconds) throws(MountFailure) {
+                      busyPollMicroseconds: Int = defaultBusyPollMicroseconds, transport: FUSETransport = .devFuse) throws(MountFailure) {
+        let ring = fileSystem.ring
+        let wantsRing: Bool
+        switch transport {
+        case .devFuse:
+            wantsRing = false
+        case .ioUring:
+            guard FUSETransport.kernelOffersIoUring else {
+                throw MountFailure(message: "the kernel does not offer FUSE over io_uring (/sys/module/fuse/parameters/enable_uring is not Y); use --transport dev-fuse or auto")
+            }
+            guard ring.create() else {
+                throw MountFailure(message: "cannot set up an io_uring for FUSE (io_uring may be disabled: /proc/sys/kernel/io_uring_disabled)")
+            }
+            wantsRing = true
+        case .auto:
+            wantsRing = FUSETransport.kernelOffersIoUring && ring.create()
+        }
+        fileSystem.initNegotiation.wantsIoUring.store(wantsRing, ordering: .sequentiallyConsistent)
         var ops = FUSEOperations.table()
         // Only the mounting user can reach the mount (no allow_other); the kernel checks modes.
         let arguments = ["keychainfs", "-o", (["fsname=\(optionValue(source)),subtype=keychainfs,default_permissions,noatime,max_read=\(maximumRead)"]
@@ -62,8 +81,14 @@ package enum FUSESession {
             throw MountFailure(message: "cannot mount on \(mountpoint): /dev/fuse is missing or unusable, or the mount was refused")
         }
         defer { fuse_session_unmount(session) }
-        // Should libfuse refuse, shared mappings fail with ENODEV and all else works.
-        _ = SharedMmapNegotiation.install(on: session)
+        // Before the unmount, which waits for every request the ring holds: with the loop over,
+        // only the ring's end (the kernel cancels what waits in it) lets them go.
+        defer { ring.close() }
+        // Should libfuse refuse, shared mappings fail with ENODEV, io_uring is not asked for,
+        // and all else works.
+        if !InitNegotiation.install(on: session) {
+            fileSystem.initNegotiation.wantsIoUring.store(false, ordering: .sequentiallyConsistent)
+        }
         fileSystem.attach(session: session)
         defer { destroyable = fileSystem.detachSession() }
         runLoop(session, fileSystem, busyPoll: Int64(busyPollMicroseconds) * 1000)
@@ -87,6 +112,7 @@ package enum FUSESession {
     /// it sleeps in poll(2): a request that comes meanwhile is served without waking this
     /// thread, which on this machine costs as much as serving it. Short plaintext left on
     /// this thread's stack is wiped when it goes idle, or when a lock asks (SessionStackWipe).
+    /// Once INIT's reply has asked for io_uring, the loop goes on over the ring (`FUSERing`).
     private static func runLoop(_ session: OpaquePointer, _ fileSystem: FileSystem, busyPoll: Int64) {
         var buffer = fuse_buf()
         var largest = 0
@@ -94,9 +120,29 @@ package enum FUSESession {
         let polling = busyPoll > 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0
         var idleSince: Int64? = nil
         let stack = fileSystem.sessionStack
+        let negotiation = fileSystem.initNegotiation
         stack.started()
         defer { stack.ended() }
+        defer {
+            if let memory = buffer.mem {
+                sodium_memzero(memory, largest)
+                free(memory)
+            }
+        }
         while fuse_session_exited(session) == 0 {
+            if negotiation.ioUringAccepted.load(ordering: .sequentiallyConsistent) {
+                let payload = negotiation.ringPayloadSize.load(ordering: .sequentiallyConsistent)
+                if fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0,
+                   fileSystem.ring.start(fuseFD: fd, payloadSize: payload) {
+                    fileSystem.ring.serve(session, fileSystem, busyPoll: busyPoll) { session in
+                        serveDevice(session, fileSystem, &buffer, &largest)
+                    }
+                    return
+                }
+                // The kernel went back to /dev/fuse (a registration it refused).
+                negotiation.ioUringAccepted.store(false, ordering: .sequentiallyConsistent)
+                if !polling { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
+            }
             if !polling { stack.willWait() }
             let received = fuse_session_receive_buf(session, &buffer)
             if !polling { stack.woke() }
@@ -123,9 +169,23 @@ package enum FUSESession {
             if let memory = buffer.mem { sodium_memzero(memory, Int(received)) }
             stack.afterRequest()
         }
-        if let memory = buffer.mem {
-            sodium_memzero(memory, largest)
-            free(memory)
+    }
+
+    /// With the ring: serves what /dev/fuse holds (non-blocking); false once it is gone.
+    private static func serveDevice(_ session: OpaquePointer, _ fileSystem: FileSystem, _ buffer: inout fuse_buf,
+                                    _ largest: inout Int) -> Bool {
+        while fuse_session_exited(session) == 0 {
+            let received = fuse_session_receive_buf(session, &buffer)
+            let failure = received < 0 ? Errno(negatedReturn: received) : nil
+            if failure == .interrupted { continue }
+            if failure == .resourceTemporarilyUnavailable { return true }
+            if received <= 0 { return false }
+            largest = max(largest, Int(received))
+            fileSystem.noteActivity()
+            fuse_session_process_buf(session, &buffer)
+            if let memory = buffer.mem { sodium_memzero(memory, Int(received)) }
+            fileSystem.sessionStack.afterRequest()
         }
+        return false
     }
 }

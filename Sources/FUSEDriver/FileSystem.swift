@@ -52,8 +52,10 @@ package final class FileSystem: Sendable {
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
-    /// Negotiates shared mappings with the kernel, which libfuse 3.14 cannot.
-    let sharedMmap = SharedMmapNegotiation()
+    /// Negotiates shared mappings and io_uring queues with the kernel, which libfuse 3.14 cannot.
+    let initNegotiation = InitNegotiation()
+    /// The io_uring queues when the session serves through them (`FUSESession`); idle otherwise.
+    let ring = FUSERing()
     /// Syncs namespace changes within its window; nil: each is durable before its call returns
     /// (`--sync`, and file systems made without one).
     let flusher: CommitFlusher?
@@ -70,6 +72,9 @@ package final class FileSystem: Sendable {
         ownerUID = getuid()
         ownerGID = getgid()
     }
+
+    /// How the kernel's requests come now (`keychainfs status`).
+    package var transportInUse: FUSETransport { ring.isServing ? .ioUring : .devFuse }
 
     package static func monotonicSeconds() -> Int64 {
         var now = timespec()

@@ -28,6 +28,8 @@ package enum LockRank: Int, Comparable, Sendable, CaseIterable {
     case secureMemorySlots
     // Leaves: nothing is taken inside them.
     case daemonLog = 200
+    /// The io_uring entries' answers (FUSERing): libfuse's writev, from any thread.
+    case fuseRing
 
     package static func < (a: LockRank, b: LockRank) -> Bool { a.rawValue < b.rawValue }
 }

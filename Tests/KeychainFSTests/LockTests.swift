@@ -196,7 +196,8 @@ func status(_ mountpoint: String) throws -> StatusReport {
     /// value), an object for one mount and an array of them for all.
     @Test func statusJSONHasEveryFieldAndParses() throws {
         let m = try MountFixture()
-        let fields: Set = ["mountpoint", "vault", "pid", "locked", "items", "idle_lock_seconds", "idle_seconds", "locks_in_seconds"]
+        let fields: Set = ["mountpoint", "vault", "pid", "locked", "items", "idle_lock_seconds", "idle_seconds", "locks_in_seconds",
+                                 "transport"]
         let one = try run(keychainfsBinary, ["status", "--json", m.mountpoint])
         #expect(one.exitStatus == .success)
         let object = try #require(try JSONSerialization.jsonObject(with: one.stdout) as? [String: Any], "\(one.stdoutText)")
@@ -204,6 +205,8 @@ func status(_ mountpoint: String) throws -> StatusReport {
         #expect(object["mountpoint"] as? String == m.mountpoint)
         #expect(object["idle_lock_seconds"] is NSNull && object["locks_in_seconds"] is NSNull)
         #expect(object["locked"] as? Bool == false)
+        // Whichever the run asked for (KEYCHAINFS_TRANSPORT), one of the two.
+        #expect(["dev-fuse", "io-uring"].contains(object["transport"] as? String))
         let all = try run(keychainfsBinary, ["status", "--json"])
         let array = try #require(try JSONSerialization.jsonObject(with: all.stdout) as? [[String: Any]], "\(all.stdoutText)")
         #expect(array.contains { $0["mountpoint"] as? String == m.mountpoint && Set($0.keys) == fields })

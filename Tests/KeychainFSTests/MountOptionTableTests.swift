@@ -19,6 +19,7 @@ import VaultCore
         case .duration: "15m"
         case .kdf: KDFPreset.interactive.rawValue
         case .repeated(let choices): choices[0]
+        case .choice(let choices): choices.last
         }
     }
 
@@ -60,7 +61,7 @@ import VaultCore
         for option in MountOption.all {
             switch option.value {
             case .none, .text: continue
-            case .number, .duration, .kdf, .repeated: break
+            case .number, .duration, .kdf, .repeated, .choice: break
             }
             var scratch = MountRequest(vault: .init(location: ""), mountpoint: "")
             let takes = try #require(throws: MountOption.Refusal.self) { try option.apply(&scratch, "soon") }.takes
@@ -84,7 +85,7 @@ import VaultCore
         let words = MountOption.all.compactMap(\.word)
         #expect(Set(words).count == words.count)
         #expect(Set(words).isSuperset(of: ["passfile", "idle_lock", "remount_wait", "log_days", "log_entries", "busy_poll_us", "sync",
-                                           "secret_service", "accept_rollback"]))
+                                           "secret_service", "accept_rollback", "transport"]))
         #expect(throws: MountHelperArguments.Refusal.self) {
             try MountHelperArguments.translate(["/v", "/m", "-o", "confirm_timeout=1"], subcommands: Self.subcommands)
         }

@@ -8,11 +8,12 @@ final class MountFixture {
     let cli: CLIFixture
     let mountpoint: String
 
-    init(create: Bool = true, passphrase: String = "correct horse battery staple", vault: String? = nil) throws {
+    /// `extra`: more options of `keychainfs mount` (`--transport io-uring`).
+    init(create: Bool = true, passphrase: String = "correct horse battery staple", vault: String? = nil, extra: [String] = []) throws {
         cli = try CLIFixture(create: create, passphrase: passphrase, vault: vault)
         mountpoint = cli.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let mounted = try mount()
+        let mounted = try mount(extra: extra)
         guard mounted.exitStatus == .success else {
             throw FixtureError("mount failed (\(mounted.status)): \(mounted.stderr)")
         }

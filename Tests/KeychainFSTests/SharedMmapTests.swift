@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// Shared mappings (FUSE_DIRECT_IO_ALLOW_MMAP, negotiated by SharedMmapNegotiation): as on
+/// Shared mappings (FUSE_DIRECT_IO_ALLOW_MMAP, negotiated by InitNegotiation): as on
 /// tmpfs, stored as a write is, and their pages dropped from the kernel's cache at the last
 /// close and at lock.
 @Suite(.tags(.mount)) struct SharedMmapTests {

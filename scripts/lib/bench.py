@@ -14,6 +14,11 @@ parser.add_argument("--lookups", type=int, default=1000, help="calls per run in 
 parser.add_argument("--no-postgres", action="store_true", help="leave out the vault in PostgreSQL")
 parser.add_argument("--vault-sizes-only", action="store_true", help="only the table by vault size (mount, ls -lR, set, find)")
 parser.add_argument("--changes", type=int, default=50, help="changes timed from one mount to the other in the PostgreSQL section")
+parser.add_argument("--transport", choices=["both", "dev-fuse"], default="both",
+                    help="both: KeychainFS also mounted with --transport io-uring (the fuse module's enable_uring is turned on "
+                         "for the run and put back) where the kernel has it; dev-fuse: /dev/fuse alone")
+parser.add_argument("--small-secrets-only", action="store_true",
+                    help="only the per-item rows (echo >, cat, ls -lR, rename, delete, fsync each): no parallel, 1 MiB or mixed work")
 parser.add_argument("--mixed-ops", type=int, default=10000,
                     help="operations per process in the mixed-work section (fsstress-like, 4 processes; 0 leaves it out)")
 args = parser.parse_args()
@@ -50,7 +55,14 @@ def timed(command, **kw):
     return time.perf_counter() - start
 
 
+ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"
+uring_before = None  # the parameter's value before the bench turned it on
+
+
 def cleanup():
+    if uring_before is not None:
+        with open(ENABLE_URING, "w") as parameter:
+            parameter.write(uring_before)
     for mountpoint in reversed(mounted):
         subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True)
         subprocess.run(["umount", "-l", mountpoint], capture_output=True)
@@ -165,6 +177,18 @@ def filesystem_workloads():
     sh([KFS, "init", "--vault", os.path.join(work, "bench.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
     kfs_mount(os.path.join(work, "bench.vault"), kfs)
     systems = [("tmpfs", tmpfs), ("gocryptfs", gocrypt), ("keychainfs", kfs)]
+    global uring_before
+    if args.transport == "both" and os.access(ENABLE_URING, os.W_OK):
+        # The same vault format served through io_uring queues instead of /dev/fuse.
+        uring_before = open(ENABLE_URING).read().strip()
+        with open(ENABLE_URING, "w") as parameter:
+            parameter.write("Y")
+        kfs_uring = os.path.join(work, "keychainfs-uring")
+        sh([KFS, "init", "--vault", os.path.join(work, "uring.vault"), "--passphrase-file", PW, "--kdf", "interactive"])
+        kfs_mount(os.path.join(work, "uring.vault"), kfs_uring, extra=["--transport", "io-uring"])
+        systems.append(("keychainfs-uring", kfs_uring))
+    elif args.transport == "both":
+        unavailable["io-uring"] = "the fuse module has no writable enable_uring parameter (Linux 6.14 and root needed)"
     if postgres_vault is not None:
         kfs_pg = os.path.join(work, "keychainfs-pg")
         sh([KFS, "init", "--vault", postgres_vault, "--passphrase-file", PW, "--kdf", "interactive"])
@@ -185,6 +209,8 @@ def filesystem_workloads():
             record("delete all", name, timed(["python3", "-c", delete_all, d]))
             record("create %d x 64 B, fsync each" % N, name, timed(["python3", "-c", create_fsync, d + "f"]))
             sh("rm -rf %sf" % d)
+            if args.small_secrets_only:
+                continue
             start = time.perf_counter(); parallel(d + "p"); record("%d processes x %d create + read, in parallel" % (PARALLEL, PER_PROCESS), name, time.perf_counter() - start)
             sh("rm -rf %sp" % d)
             record("1 MiB item written and read 100 times", name, timed(["python3", "-c", big_item, d + "big"]))
@@ -193,7 +219,9 @@ def filesystem_workloads():
         sh(["bash", "-c", create_echo % d])
         logging_cost.setdefault("off", []).append(timed("cat %s/* > /dev/null" % d))
         logging_cost.setdefault("on", []).append(results[("cat all", "keychainfs")][-1])
-    heavy_work([s for s in systems if s[0] != "keychainfs-pg"],
+    if args.small_secrets_only:
+        return kfs
+    heavy_work([s for s in systems if s[0] not in ("keychainfs-pg", "keychainfs-uring")],
                {"gocryptfs": os.path.join(work, "gcipher"), "keychainfs": os.path.join(work, "bench.vault")})
     return kfs
 
@@ -732,12 +760,13 @@ for (workload, _system) in results:
     if workload not in workloads:
         workloads.append(workload)
 for workload in workloads:
-    med = {s: statistics.median(results[(workload, s)]) for s in ("tmpfs", "gocryptfs", "keychainfs", "keychainfs-pg")
+    med = {s: statistics.median(results[(workload, s)]) for s in ("tmpfs", "gocryptfs", "keychainfs", "keychainfs-pg", "keychainfs-uring")
            if (workload, s) in results}
-    k, pg = med.get("keychainfs"), med.get("keychainfs-pg")
+    k, pg, ring = med.get("keychainfs"), med.get("keychainfs-pg"), med.get("keychainfs-uring")
     rows.append((workload, med.get("tmpfs"), med.get("gocryptfs"), k,
                  k / med["tmpfs"] if k and med.get("tmpfs") else None, k / med["gocryptfs"] if k and med.get("gocryptfs") else None,
-                 pg, pg / k if pg and k else None))
+                 pg, pg / k if pg and k else None, ring, ring / k if ring and k else None,
+                 ring / med["gocryptfs"] if ring and med.get("gocryptfs") else None))
 
 
 def f(x, digits=3):
@@ -749,11 +778,14 @@ when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC
 lines = ["Benchmark of %s on %s; medians of %d runs%s." % (when, machine, args.runs, " (seconds)" if rows else "")]
 if rows:
     lines += ["", "| workload | tmpfs | gocryptfs | KeychainFS | KeychainFS / tmpfs | KeychainFS / gocryptfs "
-              "| KeychainFS, vault in PostgreSQL | PostgreSQL / file |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+              "| KeychainFS, vault in PostgreSQL | PostgreSQL / file "
+              "| KeychainFS over io_uring | io_uring / /dev/fuse | io_uring / gocryptfs |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2),
-                                                              f(r[6]), f(r[7], 2)))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r[0], f(r[1]), f(r[2]), f(r[3]), f(r[4], 1), f(r[5], 2), f(r[6]), f(r[7], 2), f(r[8]), f(r[9], 2), f(r[10], 2)))
+    if "io-uring" in unavailable:
+        lines += ["", "KeychainFS over io_uring: not measured: " + unavailable["io-uring"]]
     if "postgresql" in unavailable:
         lines += ["", "Vault in PostgreSQL: not measured: " + unavailable["postgresql"]]
 if two_mounts is not None:
@@ -834,9 +866,10 @@ stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 open(os.path.join(ROOT, "results", "bench-%s.md" % stamp), "w").write(report + "\n")
 with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
     csv.write("workload,tmpfs_s,gocryptfs_s,keychainfs_s,ratio_tmpfs,ratio_gocryptfs,gnome_keyring_s,ratio_gnome_keyring,"
-              "keychainfs_postgresql_s,ratio_postgresql_file\n")
+              "keychainfs_postgresql_s,ratio_postgresql_file,keychainfs_io_uring_s,ratio_io_uring_dev_fuse\n")
     for r in rows:
-        csv.write('"%s",%s,%s,%s,%s,%s,,,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3), f(r[6], 6), f(r[7], 3)))
+        csv.write('"%s",%s,%s,%s,%s,%s,,,%s,%s,%s,%s\n' % (r[0], f(r[1], 6), f(r[2], 6), f(r[3], 6), f(r[4], 3), f(r[5], 3), f(r[6], 6), f(r[7], 3),
+                                                       f(r[8], 6), f(r[9], 3)))
     if two_mounts is not None:
         csv.write('"postgresql change seen by the other mount, s (median)",,,%f,,\n' % statistics.median(two_mounts[0]))
         for label, (statements, trips, micros) in two_mounts[1].items():

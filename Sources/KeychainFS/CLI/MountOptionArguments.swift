@@ -31,7 +31,8 @@ struct MountOptionArguments: ParsableArguments, CustomReflectable {
         case .text(let valueName):
             if option.isPublic { help.valueName = valueName }
             fallthrough
-        case .number, .duration:
+        case .number, .duration, .choice:
+            if case .choice(let choices) = option.value, option.isPublic { help.valueName = choices.joined(separator: "|") }
             if let shown = option.shownDefault { return Option<String>(wrappedValue: shown, name: name, help: help) }
             return Option<String?>(name: name, help: help)
         }
@@ -55,7 +56,7 @@ struct MountOptionArguments: ParsableArguments, CustomReflectable {
                 given.append((option.name, try container.decode(Option<KDFPreset>.self, forKey: key).wrappedValue.rawValue))
             case .repeated:
                 given += try container.decode(Option<[String]>.self, forKey: key).wrappedValue.map { (option.name, $0) }
-            case .text, .number, .duration:
+            case .text, .number, .duration, .choice:
                 if option.shownDefault != nil {
                     given.append((option.name, try container.decode(Option<String>.self, forKey: key).wrappedValue))
                 } else if let value = try container.decode(Option<String?>.self, forKey: key).wrappedValue {

@@ -48,6 +48,6 @@ struct Status: ParsableCommand {
               items:     \(status.items.map(String.init) ?? "unknown")
               idle lock: \(idle)
               daemon:    pid \(status.pid)
-            """
+            """ + (status.transport.map { "\n  transport: \($0)" } ?? "")
     }
 }
