@@ -5,35 +5,9 @@ import Testing
 /// this-device-only items with a TPM: the host key sealed by it (a software TPM per test, as the
 /// machine's chip), only its sealed object on disk, another TPM refused as another machine is.
 @Suite(.tags(.tpm)) struct TPMHostKeyTests {
-    /// A vault and a state directory of its own; the CLI run with `KEYCHAINFS_TCTI` as given.
-    private final class Machine {
-        let f: CLIFixture
-        let state: String
-        init() throws {
-            f = try CLIFixture()
-            state = f.directory + "/state"
-        }
-        var hostKeyFile: String { state + "/keychainfs/host.key" }
-        var sealedObject: String { state + "/keychainfs/host.tpm" }
-        func environment(_ tcti: String) -> [String: String] { ["XDG_STATE_HOME": state, "KEYCHAINFS_TCTI": tcti] }
-
-        func cli(_ arguments: [String], tcti: String) throws -> RunResult {
-            var args = arguments
-            args.insert(contentsOf: ["--vault", f.vault, "--passphrase-file", f.passphraseFile], at: 1)
-            return try run(keychainfsBinary, args, environment: environment(tcti).merging(["KEYCHAINFS_HOST_KEY": ""]) { $1 })
-        }
-
-        /// `status`'s line about the host key (tests running beside may list mounts of theirs).
-        func hostKeyLines(tcti: String) throws -> [Substring] {
-            let status = try run(keychainfsBinary, ["status"], environment: environment(tcti).merging(["KEYCHAINFS_HOST_KEY": ""]) { $1 })
-            #expect(status.exitStatus == .success && status.stderr.isEmpty, "\(status.stderr)")
-            return status.stdoutText.split(separator: "\n").filter { $0.hasPrefix("this-device-only items:") }
-        }
-    }
-
     @Test func anItemSealedByTheTPMReadsBackAndOnlyTheSealedObjectIsOnDisk() throws {
         let tpm = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         let stored = try m.cli(["set", "local", "bound to this chip", "--class", "this-device-only"], tcti: tpm.tcti)
         #expect(stored.exitStatus == .success, "\(stored.stderr)")
         let read = try m.cli(["get", "local"], tcti: tpm.tcti)
@@ -57,7 +31,7 @@ import Testing
     /// still read on the chip that sealed them.
     @Test func anotherTPMIsAnotherMachine() throws {
         let here = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "local", "bound to this chip", "--class", "this-device-only"], tcti: here.tcti).exitStatus == .success)
         #expect(try m.cli(["set", "shared", "anywhere"], tcti: here.tcti).exitStatus == .success)
 
@@ -77,7 +51,7 @@ import Testing
     /// used then): the host key file as before, one line of `status` saying so, and no noise
     /// from tpm2-tss.
     @Test func withoutATPMTheHostKeyFile() throws {
-        let m = try Machine()
+        let m = try TPMMachine()
         let nowhere = "swtpm:host=127.0.0.1,port=\(try freeLocalPort())"
         let stored = try m.cli(["set", "local", "in a file", "--class", "this-device-only"], tcti: nowhere)
         #expect(stored.exitStatus == .success && stored.stderr.isEmpty, "\(stored.stderr)")
@@ -92,7 +66,7 @@ import Testing
     /// the item is refused (EACCES) and the others read.
     @Test(.tags(.mount)) func aMountUnsealsWithItsTPM() throws {
         let here = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "local", "bound to this chip", "--class", "this-device-only"], tcti: here.tcti).exitStatus == .success)
         #expect(try m.cli(["set", "shared", "anywhere"], tcti: here.tcti).exitStatus == .success)
         do {
@@ -107,5 +81,14 @@ import Testing
             #expect(readFile(mount.mountpoint + "/shared") == Array("anywhere".utf8))
             #expect(errnoOf { open(mount.mountpoint + "/local", O_RDONLY) } == EACCES)
         }
+    }
+}
+
+private extension TPMMachine {
+    /// `status`'s line about the host key (tests running beside may list mounts of theirs).
+    func hostKeyLines(tcti: String) throws -> [Substring] {
+        let status = try run(keychainfsBinary, ["status"], environment: environment(tcti))
+        #expect(status.exitStatus == .success && status.stderr.isEmpty, "\(status.stderr)")
+        return status.stdoutText.split(separator: "\n").filter { $0.hasPrefix("this-device-only items:") }
     }
 }

@@ -6,54 +6,14 @@ import Testing
 /// record of the generations seen (generations.sqlite) both put back from older copies, as a
 /// restore of the whole home directory would, are refused still; without a TPM, as before.
 @Suite(.tags(.tpm)) struct TPMRollbackTests {
-    private static let sqlite3 = "/usr/bin/sqlite3"
-
-    private final class Machine {
-        let f: CLIFixture
-        let state: String
-        init() throws {
-            f = try CLIFixture()
-            state = f.directory + "/state"
-        }
-        var record: String { state + "/keychainfs/generations.sqlite" }
-        func environment(_ tcti: String) -> [String: String] { ["XDG_STATE_HOME": state, "KEYCHAINFS_TCTI": tcti] }
-
-        func cli(_ arguments: [String], tcti: String) throws -> RunResult {
-            var args = arguments
-            args.insert(contentsOf: ["--vault", f.vault, "--passphrase-file", f.passphraseFile], at: 1)
-            return try run(keychainfsBinary, args, environment: environment(tcti))
-        }
-
-        /// Consistent copies of the vault and of the record, as a backup tool takes them.
-        func backup(to directory: String) throws {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            for (file, copy) in [(f.vault, directory + "/vault"), (record, directory + "/generations.sqlite")] {
-                let result = try run(TPMRollbackTests.sqlite3, [file, ".backup '\(copy)'"])
-                #expect(result.status == 0, "sqlite3 .backup: \(result.stderr)")
-            }
-        }
-
-        /// Both put back in place, as a restore from that backup does.
-        func restore(from directory: String) throws {
-            for (file, copy) in [(f.vault, directory + "/vault"), (record, directory + "/generations.sqlite")] {
-                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: file + suffix) }
-                try FileManager.default.copyItem(atPath: copy, toPath: file)
-            }
-        }
-
-        /// The counter's handle and count as the record's row names them (empty: none).
-        func recordedCounter() throws -> String {
-            try run(TPMRollbackTests.sqlite3, [record, "SELECT nv_handle || ' ' || nv_count FROM seen"]).stdoutText
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
+    fileprivate static let sqlite3 = "/usr/bin/sqlite3"
 
     /// The vault and the record both put back: refused with status 15 by the command line and
     /// the mount, naming the counter; `--accept-rollback` opens it and then it is what this
     /// machine knows.
     @Test(.tags(.mount)) func anOlderVaultWithAnOlderRecordIsRefused() throws {
         let tpm = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "app/token", "old"], tcti: tpm.tcti).exitStatus == .success)
         let backup = m.f.directory + "/backup"
         try m.backup(to: backup)
@@ -86,7 +46,7 @@ import Testing
     /// this is refused as well.
     @Test func anOlderVaultWithTheRecordRemovedIsRefused() throws {
         let tpm = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "app/token", "old"], tcti: tpm.tcti).exitStatus == .success)
         let backup = m.f.directory + "/backup"
         try m.backup(to: backup)
@@ -102,7 +62,7 @@ import Testing
     /// Writes, locks and reopens in the ordinary way never trip it: the record follows the counter.
     @Test func ordinaryUseIsNeverRefused() throws {
         let tpm = try SoftwareTPM()
-        let m = try Machine()
+        let m = try TPMMachine()
         for value in 0..<4 {
             #expect(try m.cli(["set", "app/token", "v\(value)"], tcti: tpm.tcti).exitStatus == .success)
             let read = try m.cli(["get", "app/token"], tcti: tpm.tcti)
@@ -127,7 +87,7 @@ import Testing
             }
         }
         #expect(defined > 0 && defined < 1000, "\(defined) indices defined")
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "app/token", "old"], tcti: tpm.tcti).exitStatus == .success)
         let backup = m.f.directory + "/backup"
         try m.backup(to: backup)
@@ -144,7 +104,7 @@ import Testing
     /// Without a TPM the record alone holds, as before: the same restore goes unnoticed (the
     /// limit the counter removes), and the record names no counter.
     @Test func withoutATPMTheRecordAlone() throws {
-        let m = try Machine()
+        let m = try TPMMachine()
         #expect(try m.cli(["set", "app/token", "old"], tcti: "none").exitStatus == .success)
         let backup = m.f.directory + "/backup"
         try m.backup(to: backup)
@@ -153,5 +113,30 @@ import Testing
         try m.restore(from: backup)
         let read = try m.cli(["get", "app/token"], tcti: "none")
         #expect(read.exitStatus == .success && read.stdoutText == "old", "get: \(read.status) \(read.stderr)")
+    }
+}
+
+private extension TPMMachine {
+    /// Consistent copies of the vault and of the record, as a backup tool takes them.
+    func backup(to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (file, copy) in [(f.vault, directory + "/vault"), (record, directory + "/generations.sqlite")] {
+            let result = try run(TPMRollbackTests.sqlite3, [file, ".backup '\(copy)'"])
+            #expect(result.status == 0, "sqlite3 .backup: \(result.stderr)")
+        }
+    }
+
+    /// Both put back in place, as a restore from that backup does.
+    func restore(from directory: String) throws {
+        for (file, copy) in [(f.vault, directory + "/vault"), (record, directory + "/generations.sqlite")] {
+            for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+            try FileManager.default.copyItem(atPath: copy, toPath: file)
+        }
+    }
+
+    /// The counter's handle and count as the record's row names them (empty: none).
+    func recordedCounter() throws -> String {
+        try run(TPMRollbackTests.sqlite3, [record, "SELECT nv_handle || ' ' || nv_count FROM seen"]).stdoutText
+            .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
