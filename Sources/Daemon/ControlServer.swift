@@ -76,12 +76,10 @@ final class ControlServer: Sendable {
             refuse(connection, .peerNotAllowed(uid: peerKnown ? peer : nil), .failure, "permission denied: not the mounting user")
             return
         }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        ControlSocket.setTimeout(connection, SO_RCVTIMEO, seconds: 5)
         // A client that stops reading cannot hold this thread, its reply's plaintext, or an
         // export's read of the vault (which other requests wait for) longer than this.
-        var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
+        ControlSocket.setTimeout(connection, SO_SNDTIMEO, seconds: 10)
         MessageSender.enable(on: connection)
         // The request line is short and parsed as bytes, then wiped: a passphrase sent by
         // mistake in its place must not linger in a Swift string.

@@ -221,8 +221,7 @@ package struct DaemonSession: Sendable {
             throw .reported(status: error.status.rawValue, message: error.message)
         }
         // A `--confirm` rule may keep the answer waiting for the user (30 s by default).
-        var timeout = timeval(tv_sec: 120, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        ControlSocket.setTimeout(fd, SO_RCVTIMEO, seconds: 120)
         ControlSocket.send(fd, "cmd \(verb.rawValue) \(payload.count)")
         guard payload.withUnsafeBytes({ Terminal.writeAll(fd, $0) }) else {
             close(fd)

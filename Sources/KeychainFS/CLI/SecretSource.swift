@@ -47,8 +47,7 @@ enum SecretSource {
         let fd = try ControlSocket.connect(to: socket)
         defer { close(fd) }
         // A `--confirm` rule may keep the answer waiting for the user (30 s by default).
-        var timeout = timeval(tv_sec: 120, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        ControlSocket.setTimeout(fd, SO_RCVTIMEO, seconds: 120)
         let request = try SecretSource.encoded(path)
         ControlSocket.send(fd, "\(verb) \(request.count)")
         guard request.withUnsafeBytes({ Terminal.writeAll(fd, $0) }) else {
