@@ -446,8 +446,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
         if let known = remembered(id) { return known }
-        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2",
-                                   [name, .integer(id.rawValue)]) else {
+        let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
+        return try rememberedRow(row, of: id)
+    }
+
+    /// The node a row read by id holds, or none, remembered either way for the transaction.
+    private func rememberedRow(_ row: [PGValue]?, of id: NodeID) throws(VaultError) -> NodeRow? {
+        guard let row else {
             remember(id, nil)
             return nil
         }
@@ -459,13 +464,9 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// One statement, so one snapshot and one round trip, where the protocol's default takes a
     /// read transaction of three (its BEGIN and COMMIT each waited for).
     package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
-        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns), content FROM nodes WHERE vault = $1 AND id = $2",
-                                   [name, .integer(id.rawValue)]) else {
-            remember(id, nil)
-            return nil
-        }
-        let node = try PostgresStorage.readableNodeRow(row)
-        remember(id, node)
+        let row = try db.row("SELECT \(PostgresStorage.nodeColumns), content FROM nodes WHERE vault = $1 AND id = $2",
+                             [name, .integer(id.rawValue)])
+        guard let node = try rememberedRow(row, of: id), let row else { return nil }
         return (node, row[7].bytes)
     }
 
