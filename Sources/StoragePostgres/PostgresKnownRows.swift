@@ -1,0 +1,76 @@
+import VaultStorageKit
+
+/// The node rows (and the vault's row) one connection read or wrote, kept between
+/// transactions, all true at one value of the vault's `change_count`: what lets a lookup or a
+/// write's reads be answered without asking the server again. Only ciphertext, tags and ids are
+/// held (what the server holds too). A node known not to exist is kept as nil, by id and by
+/// name (parent and tag), so a lookup that found nothing is not asked again either.
+///
+/// Whether they may be used is `PostgresStorage`'s business (the count read with every query,
+/// the notices of other sessions' commits); this type only keeps them consistent with each
+/// other: a node moved or removed leaves its old name known to be free.
+struct PostgresKnownRows {
+    /// The change count they are true at; nil when nothing is known.
+    private(set) var count: Int64?
+    /// The vault's row as `PostgresStorage.vaultColumns` lists it.
+    var vault: [PGValue]?
+    private var nodes: [Int64: NodeRow?] = [:]
+    private var names: [Name: Int64?] = [:]
+
+    private struct Name: Hashable {
+        let parent: Int64
+        let tag: [UInt8]
+    }
+
+    /// Rows past this many are dropped (all of them, at once): a vault's working set is its
+    /// open folders, and a bound keeps a mount of a large vault from holding every row.
+    static let capacity = 20_000
+
+    /// Starts over at `count`: what was known is forgotten.
+    mutating func restart(at count: Int64?) {
+        self.count = count
+        vault = nil
+        nodes = [:]
+        names = [:]
+    }
+
+    /// Moves to `count` with every row kept: the caller knows nothing else changed meanwhile.
+    mutating func advance(to count: Int64) { self.count = count }
+
+    /// What is known of node `id`: nil when nothing is, `.some(nil)` when it does not exist.
+    func node(_ id: NodeID) -> NodeRow?? { nodes[id.rawValue] }
+
+    /// What is known of the name `tag` in `parent`, as `node(_:)` says it.
+    func node(in parent: NodeID, nameTag: [UInt8]) -> NodeRow?? {
+        guard let entry = names[Name(parent: parent.rawValue, tag: nameTag)] else { return nil }
+        guard let id = entry else { return .some(nil) }
+        return nodes[id] ?? nil
+    }
+
+    /// Notes `node` as node `id` now is (nil: gone); its old name, if known, is free now.
+    mutating func note(_ id: NodeID, _ node: NodeRow?) {
+        if nodes.count + names.count > PostgresKnownRows.capacity {
+            let kept = count
+            restart(at: kept)
+        }
+        if case .some(.some(let before)) = nodes[id.rawValue] {
+            names[Name(parent: before.parent.rawValue, tag: before.nameTag)] = .some(nil)
+        }
+        nodes[id.rawValue] = .some(node)
+        // The root is its own parent: no name of it to note.
+        if let node, node.id != node.parent {
+            names[Name(parent: node.parent.rawValue, tag: node.nameTag)] = .some(node.id.rawValue)
+        }
+    }
+
+    /// Notes that nothing is named `tag` in `parent`.
+    mutating func noteAbsent(in parent: NodeID, nameTag: [UInt8]) {
+        names[Name(parent: parent.rawValue, tag: nameTag)] = .some(nil)
+    }
+
+    /// Forgets the nodes (a subtree's removal names none of them), keeping the vault's row.
+    mutating func forgetNodes() {
+        nodes = [:]
+        names = [:]
+    }
+}
