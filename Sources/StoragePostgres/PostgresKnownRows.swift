@@ -14,8 +14,12 @@ struct PostgresKnownRows {
     private(set) var count: Int64?
     /// The vault's row as `PostgresStorage.vaultColumns` lists it.
     var vault: [PGValue]?
+    /// Every node that has access rules, when known.
+    var ruleNodes: Set<Int64>?
     private var nodes: [Int64: NodeRow?] = [:]
     private var names: [Name: Int64?] = [:]
+    /// Folders whose every entry is known (listed, or made here): a name not known in one is free.
+    private var complete: Set<Int64> = []
 
     private struct Name: Hashable {
         let parent: Int64
@@ -30,8 +34,8 @@ struct PostgresKnownRows {
     mutating func restart(at count: Int64?) {
         self.count = count
         vault = nil
-        nodes = [:]
-        names = [:]
+        ruleNodes = nil
+        forgetNodes()
     }
 
     /// Moves to `count` with every row kept: the caller knows nothing else changed meanwhile.
@@ -42,14 +46,16 @@ struct PostgresKnownRows {
 
     /// What is known of the name `tag` in `parent`, as `node(_:)` says it.
     func node(in parent: NodeID, nameTag: [UInt8]) -> NodeRow?? {
-        guard let entry = names[Name(parent: parent.rawValue, tag: nameTag)] else { return nil }
+        guard let entry = names[Name(parent: parent.rawValue, tag: nameTag)] else {
+            return complete.contains(parent.rawValue) ? .some(nil) : nil
+        }
         guard let id = entry else { return .some(nil) }
         return nodes[id] ?? nil
     }
 
     /// Notes `node` as node `id` now is (nil: gone); its old name, if known, is free now.
     mutating func note(_ id: NodeID, _ node: NodeRow?) {
-        if nodes.count + names.count > PostgresKnownRows.capacity {
+        if nodes.count + names.count + complete.count > PostgresKnownRows.capacity {
             let kept = count
             restart(at: kept)
         }
@@ -68,9 +74,15 @@ struct PostgresKnownRows {
         names[Name(parent: parent.rawValue, tag: nameTag)] = .some(nil)
     }
 
+    /// Notes that every entry of `folder` is known (each noted by `note`).
+    mutating func noteComplete(_ folder: NodeID) {
+        complete.insert(folder.rawValue)
+    }
+
     /// Forgets the nodes (a subtree's removal names none of them), keeping the vault's row.
     mutating func forgetNodes() {
         nodes = [:]
         names = [:]
+        complete = []
     }
 }

@@ -619,9 +619,15 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
-        let nodes = try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
-                                [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
+        // With the vault's count: the listing is then known whole, and a name not in it is free.
+        let rows = try db.rows("SELECT \(PostgresStorage.countedNodeColumns) FROM vaults LEFT JOIN nodes n "
+                               + "ON n.vault = vaults.name AND n.parent = $2 AND n.id != n.parent WHERE vaults.name = $1",
+                               [name, .integer(parent.rawValue)])
+        guard let count = rows.first?[0].integer else { return [] }
+        noteCount(count)
+        let nodes = try rows.filter { $0[1].integer != nil }.map { (row) throws(VaultError) in try PostgresStorage.readableNodeRow(Array(row[1...])) }
         for node in nodes { remember(node.id, node) }
+        if !db.inTransaction || knownVerified { known.noteComplete(parent) }
         return nodes
     }
 
@@ -654,6 +660,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         touched.note(row.id.rawValue, row.parent.rawValue)
         remember(row.id, row)
+        // A new folder is empty: every name in it is known to be free.
+        if row.kind == NodeKind.dictionary.rawValue, !db.inTransaction || knownVerified { known.noteComplete(row.id) }
         try db.later("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
             name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
             .bytes(row.nameTag), .bytes(row.sealedName), .bytes(row.sealedAttributes), sealedContent.map(PGValue.bytes) ?? .null,
@@ -815,22 +823,54 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func upsertRule(_ row: RuleRow) throws(VaultError) {
         touched.note(row.node.rawValue)
+        noteRuleNodes { $0.insert(row.node.rawValue) }
         try db.later("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
     package func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
         touched.note(node.rawValue)
+        noteRuleNodes { $0.remove(node.rawValue) }
         return try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
     }
 
     package func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
         touched.note(node.rawValue)
+        // An item without rules, as known: nothing to delete, nothing to wait for (a write's
+        // lock checks that what is known is true).
+        if !subtree, try knownRuleNodes()?.contains(node.rawValue) == false { return [] }
+        let deleted: [RuleRow]
         if subtree {
-            return try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
-                                [name, .integer(node.rawValue)])
+            deleted = try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
+                                   [name, .integer(node.rawValue)])
+        } else {
+            deleted = try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
         }
-        return try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
+        noteRuleNodes { for row in deleted { $0.remove(row.node.rawValue) } }
+        return deleted
+    }
+
+    /// The nodes that have rules, inside a write whose lock found the known rows true: known,
+    /// or read once (with the count, so they join what is known).
+    private func knownRuleNodes() throws(VaultError) -> Set<Int64>? {
+        guard db.inTransaction, knownVerified else { return nil }
+        if let nodes = known.ruleNodes { return nodes }
+        let rows = try db.rows("SELECT vaults.change_count, rules.node FROM vaults LEFT JOIN rules ON rules.vault = vaults.name "
+                               + "WHERE vaults.name = $1", [name])
+        guard let count = rows.first?[0].integer else { return nil }
+        noteCount(count)
+        let nodes = Set(rows.compactMap { $0[1].integer })
+        known.ruleNodes = nodes
+        return nodes
+    }
+
+    /// Follows a change of which nodes have rules, where it is known; forgets them elsewhere.
+    private func noteRuleNodes(_ change: (inout Set<Int64>) -> Void) {
+        guard db.inTransaction, knownVerified, known.ruleNodes != nil else {
+            known.ruleNodes = nil
+            return
+        }
+        change(&known.ruleNodes!)
     }
 
     package func rulesMAC() throws(VaultError) -> [UInt8]? {
