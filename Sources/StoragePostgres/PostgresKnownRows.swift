@@ -18,6 +18,10 @@ struct PostgresKnownRows {
     var ruleNodes: Set<Int64>?
     private var nodes: [Int64: NodeRow?] = [:]
     private var names: [Name: Int64?] = [:]
+    /// Items' sealed contents, by id, up to `contentCapacity` bytes in all.
+    private var contents: [Int64: [UInt8]] = [:]
+    private var contentBytes = 0
+    static let contentCapacity = 8 << 20
     /// Folders whose every entry is known (listed, or made here): a name not known in one is free.
     private var complete: Set<Int64> = []
 
@@ -63,10 +67,27 @@ struct PostgresKnownRows {
             names[Name(parent: before.parent.rawValue, tag: before.nameTag)] = .some(nil)
         }
         nodes[id.rawValue] = .some(node)
+        if node == nil { noteContent(id, nil) }
         // The root is its own parent: no name of it to note.
         if let node, node.id != node.parent {
             names[Name(parent: node.parent.rawValue, tag: node.nameTag)] = .some(node.id.rawValue)
         }
+    }
+
+    /// The sealed content of item `id`, when known.
+    func content(of id: NodeID) -> [UInt8]? { contents[id.rawValue] }
+
+    /// Notes `sealed` as item `id`'s content (nil: not known); past the capacity, none is kept.
+    mutating func noteContent(_ id: NodeID, _ sealed: [UInt8]?) {
+        if let old = contents.removeValue(forKey: id.rawValue) { contentBytes -= old.count }
+        guard let sealed else { return }
+        if contentBytes + sealed.count > PostgresKnownRows.contentCapacity {
+            contents = [:]
+            contentBytes = 0
+            guard sealed.count <= PostgresKnownRows.contentCapacity else { return }
+        }
+        contents[id.rawValue] = sealed
+        contentBytes += sealed.count
     }
 
     /// Notes that nothing is named `tag` in `parent`.
@@ -84,5 +105,7 @@ struct PostgresKnownRows {
         nodes = [:]
         names = [:]
         complete = []
+        contents = [:]
+        contentBytes = 0
     }
 }

@@ -354,6 +354,11 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         if !db.inTransaction || knownVerified { known.note(id, node) }
     }
 
+    /// Notes an item's sealed content as it is now, as `remember` notes its row.
+    private func rememberContent(_ id: NodeID, _ sealed: [UInt8]?) {
+        known.noteContent(id, !db.inTransaction || knownVerified ? sealed : nil)
+    }
+
     private func remembered(_ id: NodeID) throws(VaultError) -> NodeRow?? {
         try knownRowsAnswer() ? known.node(id) : nil
     }
@@ -592,12 +597,16 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         }
         let node = try PostgresStorage.readableNodeRow(columns)
         remember(id, node)
+        if withContent { rememberContent(id, columns[7].bytes) }
         return (node, withContent ? columns[7].bytes : nil)
     }
 
     /// One statement, so one snapshot and one round trip, where the protocol's default takes a
     /// read transaction of three (its BEGIN and COMMIT each waited for).
     package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
+        if case .some(.some(let node)) = try remembered(id), node.kind != NodeKind.item.rawValue || known.content(of: id) != nil {
+            return (node, known.content(of: id))
+        }
         guard let read = try countedNode(byID: id, withContent: true), let node = read.row else { return nil }
         return (node, read.sealedContent)
     }
@@ -660,6 +669,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         touched.note(row.id.rawValue, row.parent.rawValue)
         remember(row.id, row)
+        rememberContent(row.id, sealedContent)
         // A new folder is empty: every name in it is known to be free.
         if row.kind == NodeKind.dictionary.rawValue, !db.inTransaction || knownVerified { known.noteComplete(row.id) }
         try db.later("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
@@ -685,6 +695,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
         rememberChanged(id, sealedAttributes: sealedAttributes)
+        rememberContent(id, sealedContent)
         try db.later("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
                    [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
     }
