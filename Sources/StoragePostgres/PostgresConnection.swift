@@ -185,6 +185,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// result, or else the last one; the caller clears it.
     private func exchange(_ send: (OpaquePointer) -> Int32) throws(VaultError) -> OpaquePointer {
         let connection = try live()
+        exchanges += 1
         guard send(connection) == 1 else { throw lostOrFailed(nil) }
         let deadline = try sent(connection)
         var kept: OpaquePointer?
@@ -393,6 +394,10 @@ final class PostgresConnection: @unchecked Sendable {
         _ = try pipeline()
     }
 
+    /// How many exchanges with the server were made: a transaction that made none since its
+    /// deferred BEGIN sent nothing, and needs no COMMIT either.
+    private(set) var exchanges = 0
+
     /// Forgets the deferred statements unsent (a transaction given up before they went).
     func discardDeferred() { deferred = [] }
 
@@ -404,6 +409,7 @@ final class PostgresConnection: @unchecked Sendable {
         deferred = []
         lastFailureState = nil
         let connection = try live()
+        exchanges += 1
         // Half a pipeline sent leaves the connection in no state to go on with: dropped.
         func broken() -> VaultError {
             lose("lost the connection to PostgreSQL at \(displayName): \(PostgresConnection.text(PQerrorMessage(connection)))")

@@ -69,7 +69,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: transactions
 
-    private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool, keepsVaultRow: Bool = false,
+    private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool, keepsVaultRow: Bool = false, readOnly: Bool = false,
                                            _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Its BEGIN waits for the first round trip, where a lost connection cannot be replaced.
         try db.reconnectIfLost()
@@ -92,10 +92,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             knownVerified = false
             answersFromKnownRows = false
         }
+        let exchangesAtBegin = db.exchanges
         do throws(VaultError) {
             try db.later(begin)
             if !durable { try db.later("SET LOCAL synchronous_commit = off") }
             let result = try body()
+            // A read that known rows answered whole sent nothing, its BEGIN included: nothing to end.
+            if readOnly, db.exchanges == exchangesAtBegin { return result }
             // The seal binds what the lock read.
             if awaitingLock { try db.flush() }
             // The state sealed and the NOTIFY (delivered at commit, to every other connection
@@ -155,7 +158,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         // With the vault's row and the rows the body reads known, the whole write goes in one
         // flight: its lock checks that they are still true (the change count and generation
         // they were read at), else the transaction fails whole and runs again, asking.
-        if try knownRowsMayStartWrite() {
+        if try knownRowsMayStart(needingVaultRow: true) {
             do throws(VaultError) {
                 return try write(durability, seenByChangeToken: seenByChangeToken, fromKnownRows: true, body)
             } catch {
@@ -235,7 +238,29 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Inside a transaction already (a write's): its snapshot is the one to read.
         guard !db.inTransaction else { return try body() }
-        return try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+        // Known rows are one snapshot already (all true at one count): a read they answer
+        // whole sends nothing; one that asks the server too checks, first in its snapshot,
+        // that they are still true, else it runs again asking.
+        if try knownRowsMayStart(needingVaultRow: false) {
+            do throws(VaultError) {
+                return try read(fromKnownRows: true, body)
+            } catch {
+                guard failedItsCheck else { throw error }
+            }
+        }
+        return try read(fromKnownRows: false, body)
+    }
+
+    private func read<R: ~Copyable>(fromKnownRows: Bool, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, readOnly: true) {
+            () throws(VaultError) -> R in
+            if fromKnownRows, let count = known.count {
+                knownVerified = true
+                vaultRow = known.vault
+                try db.later("SELECT 0 / (change_count = $2)::int FROM vaults WHERE name = $1", [name, .integer(count)])
+            }
+            return try body()
+        }
     }
 
     package func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
@@ -336,10 +361,11 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return known.count != nil
     }
 
-    private func knownRowsMayStartWrite() throws(VaultError) -> Bool {
+    /// Whether a transaction may start from the known rows (a write needs the vault's row).
+    private func knownRowsMayStart(needingVaultRow: Bool) throws(VaultError) -> Bool {
         guard !db.inTransaction, db.isConnected else { return false }
         try noteOthersCommits()
-        return known.count != nil && known.vault != nil
+        return known.count != nil && (known.vault != nil || !needingVaultRow)
     }
 
     /// The count a query read with its rows: the known rows start over if it moved.
@@ -663,7 +689,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
-        try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
+        if try knownRowsAnswer(), let sealed = known.content(of: id) { return sealed }
+        return try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
     }
 
     package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
