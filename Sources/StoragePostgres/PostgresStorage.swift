@@ -1,11 +1,12 @@
 import VaultStorageKit
 /// A vault in a PostgreSQL database, beside others there: every row carries the vault's name
-/// and every statement scopes by it. One connection per open vault; each method is one
+/// and every statement scopes by it. One connection per open vault; each method is at most one
 /// prepared statement. Inside a transaction, statements whose results nothing waits for
 /// (BEGIN, the vault row's lock, inserts, updates, the seal, the NOTIFY) go with the next one
-/// that is waited for, in one round trip, and the vault's row and the nodes read or written
-/// are remembered until it ends (the row's lock, or the snapshot of a read, keeps them true).
-/// What the records mean is NodeStore's business.
+/// that is waited for, in one round trip. The vault's row and the nodes read or written are
+/// kept between transactions, true at one change count (`PostgresKnownRows`): they answer
+/// while no other session's commit was heard of, and a write from them goes in one flight
+/// whose lock checks the count. What the records mean is NodeStore's business.
 package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private let db: PostgresConnection
     private let location: PostgresLocation
