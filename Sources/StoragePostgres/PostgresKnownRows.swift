@@ -24,6 +24,8 @@ struct PostgresKnownRows {
     static let contentCapacity = 8 << 20
     /// Folders whose every entry is known (listed, or made here): a name not known in one is free.
     private var complete: Set<Int64> = []
+    /// How many entries each folder has among `names`.
+    private var entries: [Int64: Int] = [:]
 
     private struct Name: Hashable {
         let parent: Int64
@@ -64,13 +66,13 @@ struct PostgresKnownRows {
             restart(at: kept)
         }
         if case .some(.some(let before)) = nodes[id.rawValue] {
-            names[Name(parent: before.parent.rawValue, tag: before.nameTag)] = .some(nil)
+            setName(Name(parent: before.parent.rawValue, tag: before.nameTag), nil)
         }
         nodes[id.rawValue] = .some(node)
         if node == nil { noteContent(id, nil) }
         // The root is its own parent: no name of it to note.
         if let node, node.id != node.parent {
-            names[Name(parent: node.parent.rawValue, tag: node.nameTag)] = .some(node.id.rawValue)
+            setName(Name(parent: node.parent.rawValue, tag: node.nameTag), node.id.rawValue)
         }
     }
 
@@ -92,7 +94,20 @@ struct PostgresKnownRows {
 
     /// Notes that nothing is named `tag` in `parent`.
     mutating func noteAbsent(in parent: NodeID, nameTag: [UInt8]) {
-        names[Name(parent: parent.rawValue, tag: nameTag)] = .some(nil)
+        setName(Name(parent: parent.rawValue, tag: nameTag), nil)
+    }
+
+    /// Names `id` by `name` (nil: free), keeping each folder's count of known entries.
+    private mutating func setName(_ name: Name, _ id: Int64?) {
+        let before: Int64?? = names.updateValue(id, forKey: name)
+        let named = before.map { $0 != nil } ?? false
+        let change = (id == nil ? 0 : 1) - (named ? 1 : 0)
+        if change != 0 { entries[name.parent, default: 0] += change }
+    }
+
+    /// Whether `folder` has entries, when it is known whole.
+    func hasEntries(_ folder: NodeID) -> Bool? {
+        complete.contains(folder.rawValue) ? entries[folder.rawValue, default: 0] > 0 : nil
     }
 
     /// Notes that every entry of `folder` is known (each noted by `note`).
@@ -104,6 +119,7 @@ struct PostgresKnownRows {
     mutating func forgetNodes() {
         nodes = [:]
         names = [:]
+        entries = [:]
         complete = []
         contents = [:]
         contentBytes = 0

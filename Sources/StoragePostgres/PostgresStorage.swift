@@ -668,7 +668,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
-        try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
+        if try knownRowsAnswer(), let known = known.hasEntries(parent) { return known }
+        return try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
     }
 
     package func parent(of id: NodeID) throws(VaultError) -> NodeID? {
@@ -877,7 +878,9 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         touched.note(node.rawValue)
         // An item without rules, as known: nothing to delete, nothing to wait for (a write's
         // lock checks that what is known is true).
-        if !subtree, try knownRuleNodes()?.contains(node.rawValue) == false { return [] }
+        // A folder known to be empty is its subtree alone.
+        let alone = !subtree || (db.inTransaction && knownVerified && known.hasEntries(node) == false)
+        if alone, try knownRuleNodes()?.contains(node.rawValue) == false { return [] }
         let deleted: [RuleRow]
         if subtree {
             deleted = try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
