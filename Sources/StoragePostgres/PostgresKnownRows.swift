@@ -14,8 +14,8 @@ struct PostgresKnownRows {
     private(set) var count: Int64?
     /// The vault's row as `PostgresStorage.vaultColumns` lists it.
     var vault: [PGValue]?
-    /// Every node that has access rules, when known.
-    var ruleNodes: Set<Int64>?
+    /// Every node's sealed access rules, by node, when known.
+    var rules: [Int64: [UInt8]]?
     private var nodes: [Int64: NodeRow?] = [:]
     private var names: [Name: Int64?] = [:]
     /// Items' sealed contents, by id, up to `contentCapacity` bytes in all.
@@ -40,7 +40,7 @@ struct PostgresKnownRows {
     mutating func restart(at count: Int64?) {
         self.count = count
         vault = nil
-        ruleNodes = nil
+        rules = nil
         forgetNodes()
     }
 

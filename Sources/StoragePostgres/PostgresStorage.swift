@@ -771,10 +771,19 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         """
 
     package func deleteSubtree(_ id: NodeID) throws(VaultError) {
-        known.forgetNodes()
+        // A folder known to be empty is a node alone: nothing to wait for.
+        if db.inTransaction, knownVerified, known.hasEntries(id) == false, case .some(.some(let node)) = known.node(id) {
+            try deleteNode(node.id)
+            return
+        }
+        let inWrite = db.inTransaction && knownVerified
         for row in try db.rows("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent",
                                [name, .integer(id.rawValue)]) {
             noteTouched(row)
+            // Each removed node is known gone (and with it its name, if known).
+            if let removed = row[0].integer {
+                if inWrite { known.note(NodeID(removed), nil) } else { known.forgetNodes() }
+            }
         }
     }
 
@@ -858,19 +867,19 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func ruleRows() throws(VaultError) -> [RuleRow] {
-        try ruleRows("SELECT node, sealed FROM rules WHERE vault = $1 ORDER BY node", [name])
+        try knownRules().sorted { $0.key < $1.key }.map { RuleRow(node: NodeID($0.key), sealed: $0.value) }
     }
 
     package func upsertRule(_ row: RuleRow) throws(VaultError) {
         touched.note(row.node.rawValue)
-        noteRuleNodes { $0.insert(row.node.rawValue) }
+        noteRules { $0[row.node.rawValue] = row.sealed }
         try db.later("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
     package func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
         touched.note(node.rawValue)
-        noteRuleNodes { $0.remove(node.rawValue) }
+        noteRules { $0[node.rawValue] = nil }
         return try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
     }
 
@@ -880,7 +889,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         // lock checks that what is known is true).
         // A folder known to be empty is its subtree alone.
         let alone = !subtree || (db.inTransaction && knownVerified && known.hasEntries(node) == false)
-        if alone, try knownRuleNodes()?.contains(node.rawValue) == false { return [] }
+        if alone, db.inTransaction, knownVerified, try knownRules()[node.rawValue] == nil { return [] }
         let deleted: [RuleRow]
         if subtree {
             deleted = try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
@@ -888,31 +897,35 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         } else {
             deleted = try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
         }
-        noteRuleNodes { for row in deleted { $0.remove(row.node.rawValue) } }
+        noteRules { for row in deleted { $0[row.node.rawValue] = nil } }
         return deleted
     }
 
-    /// The nodes that have rules, inside a write whose lock found the known rows true: known,
-    /// or read once (with the count, so they join what is known).
-    private func knownRuleNodes() throws(VaultError) -> Set<Int64>? {
-        guard db.inTransaction, knownVerified else { return nil }
-        if let nodes = known.ruleNodes { return nodes }
-        let rows = try db.rows("SELECT vaults.change_count, rules.node FROM vaults LEFT JOIN rules ON rules.vault = vaults.name "
+    /// Every node's sealed rules: known, or read with the count (one snapshot) and known since.
+    private func knownRules() throws(VaultError) -> [Int64: [UInt8]] {
+        if try knownRowsAnswer(), let rules = known.rules { return rules }
+        let rows = try db.rows("SELECT vaults.change_count, rules.node, rules.sealed FROM vaults LEFT JOIN rules ON rules.vault = vaults.name "
                                + "WHERE vaults.name = $1", [name])
-        guard let count = rows.first?[0].integer else { return nil }
+        guard let count = rows.first?[0].integer else { throw .vaultNotFound(location.displayName) }
         noteCount(count)
-        let nodes = Set(rows.compactMap { $0[1].integer })
-        known.ruleNodes = nodes
-        return nodes
+        var rules: [Int64: [UInt8]] = [:]
+        for row in rows {
+            guard let node = row[1].integer else { continue }
+            guard let sealed = row[2].bytes else { throw .integrityFailure("the access rules of record \(node) (malformed row)") }
+            rules[node] = sealed
+        }
+        if !db.inTransaction || knownVerified { known.rules = rules }
+        return rules
     }
 
-    /// Follows a change of which nodes have rules, where it is known; forgets them elsewhere.
-    private func noteRuleNodes(_ change: (inout Set<Int64>) -> Void) {
-        guard db.inTransaction, knownVerified, known.ruleNodes != nil else {
-            known.ruleNodes = nil
+    /// Follows a change of the rules inside a write whose lock found the known rows true;
+    /// elsewhere they are forgotten.
+    private func noteRules(_ change: (inout [Int64: [UInt8]]) -> Void) {
+        guard db.inTransaction, knownVerified, known.rules != nil else {
+            known.rules = nil
             return
         }
-        change(&known.ruleNodes!)
+        change(&known.rules!)
     }
 
     package func rulesMAC() throws(VaultError) -> [UInt8]? {

@@ -29,6 +29,8 @@ import Testing
         let read = perCall("cat item") { readFile(mount.path("dir/item\($0)")) == Array("value \($0)\n".utf8) }
         let renamed = perCall("rename") { rename(mount.path("dir/item\($0)"), mount.path("dir/moved\($0)")) == 0 }
         let deleted = perCall("delete") { unlink(mount.path("dir/moved\($0)")) == 0 }
+        for index in 0..<count { #expect(mkdir(mount.path("dir/sub\(index)"), 0o700) == 0) }
+        let removed = perCall("rmdir") { rmdir(mount.path("dir/sub\($0)")) == 0 }
         // Before a vault stopped reading its own commits back and a read took one statement:
         // 13.5, 5.5, 9.7 and 7.8; then 9.0, 3.3, 7.9 and 5.1. With the rows a connection
         // knows kept between transactions and a change in one flight: 2.0-2.1, 0.6, 1.0 and
@@ -38,5 +40,7 @@ import Testing
         #expect(read <= 1.2)
         #expect(renamed > 0 && renamed <= 1.6)
         #expect(deleted > 0 && deleted <= 2.5)
+        // An empty folder made here is known to be empty, and to have no rules: 1.
+        #expect(removed > 0 && removed <= 1.6)
     }
 }
