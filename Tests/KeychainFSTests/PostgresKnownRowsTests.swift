@@ -147,4 +147,40 @@ import VaultCore
         try here.store(try secret("after"), at: VaultPath("deploy/key"))
         #expect(try text(try opened(f), "deploy/key") == "after")
     }
+
+    /// Access rules are known with the rows: each change to them, here or in another session,
+    /// is what the next look finds, and removing an item takes its rules along (the rules' MAC
+    /// stays true, so the vault verifies).
+    @Test func knownRulesFollowEveryChange() throws {
+        let server = try PostgresServer()
+        let f = try CLIFixture(vault: try server.createDatabase("rules"))
+        let here = try opened(f), there = try opened(f)
+        let listener = try #require(here.changeListener())
+        _ = listener.next(timeout: 0.1)
+        let rule = AccessRule(.unit("kcfs-known.service"), confirm: true)
+        try here.store(try secret("1"), at: VaultPath("a/one"))
+        try here.store(try secret("2"), at: VaultPath("a/two"))
+        try here.allow(rule, at: VaultPath("a/one"))
+        func governed() throws -> [String] { try here.ruleSets().map { $0.path.description } }
+        #expect(try governed() == ["a/one"])
+
+        let folder = try here.node(at: VaultPath("a"))
+        _ = try here.remove(named: ItemName("one"), in: folder.id, kind: .item)
+        #expect(try governed() == [])
+        _ = try here.remove(named: ItemName("two"), in: folder.id, kind: .item)
+        var verified = try f.cli(["verify"])
+        #expect(verified.exitStatus == .success, "\(verified.stderr)")
+
+        try there.store(try secret("3"), at: VaultPath("b/three"))
+        try there.allow(rule, at: VaultPath("b/three"))
+        let deadline = Date().addingTimeInterval(5)
+        var heard = 0
+        while heard < 2, Date() < deadline {
+            if case .changed? = listener.next(timeout: 0.1) { heard += 1 }
+        }
+        #expect(heard >= 1)
+        #expect(eventually { (try? governed()) == ["b/three"] })
+        verified = try f.cli(["verify"])
+        #expect(verified.exitStatus == .success, "\(verified.stderr)")
+    }
 }
