@@ -91,7 +91,6 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             awaitingLock = false
             vaultRow = nil
             knownVerified = false
-            answersFromKnownRows = false
         }
         let exchangesAtBegin = db.exchanges
         do throws(VaultError) {
@@ -193,7 +192,6 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             }
             let returning = PostgresStorage.vaultColumns + ", change_count"
             if fromKnownRows, let count = known.count, let row = known.vault, let generation = row[1].integer {
-                answersFromKnownRows = true
                 knownVerified = true
                 vaultRow = row
                 known.advance(to: count + counted)
@@ -321,10 +319,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// Rows read or written, kept between transactions while they are true (`knownRowsAnswer`).
     private var known = PostgresKnownRows()
     /// Inside a transaction: its lock or its first read found the count the known rows are
-    /// true at (or the write's lock checks it, `answersFromKnownRows`).
+    /// true at (or, for a write or read that started from them, checks it in its first flight).
     private var knownVerified = false
-    /// The write under way started from known rows, its lock checking them.
-    private var answersFromKnownRows = false
     /// The connection (`PostgresConnection.generation`) the known rows were read on: a new one
     /// may have missed notices.
     private var knownConnection = 0
@@ -378,7 +374,16 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     /// Notes `node` (nil: known not to exist) as it is now.
     private func remember(_ id: NodeID, _ node: NodeRow?) {
-        if !db.inTransaction || knownVerified { known.note(id, node) }
+        guard forgotUnverified() else { return }
+        known.note(id, node)
+    }
+
+    /// A change inside a write before its lock found the known rows true cannot be followed
+    /// in them (the lock may yet keep them): they are forgotten. Whether they are still kept.
+    private func forgotUnverified() -> Bool {
+        guard db.inTransaction, !knownVerified else { return true }
+        known.restart(at: nil)
+        return false
     }
 
     /// Notes an item's sealed content as it is now, as `remember` notes its row.
@@ -710,7 +715,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// The remembered `id` with other attributes (and place), if remembered.
     private func rememberChanged(_ id: NodeID, parent: NodeID? = nil, nameTag: [UInt8]? = nil, sealedName: [UInt8]? = nil,
                                  sealedAttributes: [UInt8]) {
-        guard case .some(.some(let node)) = knownInTransaction(id) else { return }
+        guard forgotUnverified(), case .some(.some(let node)) = knownInTransaction(id) else { return }
         remember(id, NodeRow(id: id, parent: parent ?? node.parent, kind: node.kind, incarnation: node.incarnation,
                              nameTag: nameTag ?? node.nameTag, sealedName: sealedName ?? node.sealedName, sealedAttributes: sealedAttributes))
     }
