@@ -185,6 +185,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// result, or else the last one; the caller clears it.
     private func exchange(_ send: (OpaquePointer) -> Int32) throws(VaultError) -> OpaquePointer {
         let connection = try live()
+        exchanges += 1
         guard send(connection) == 1 else { throw lostOrFailed(nil) }
         let deadline = try sent(connection)
         var kept: OpaquePointer?
@@ -277,8 +278,11 @@ final class PostgresConnection: @unchecked Sendable {
         if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.hasPrefix("57P0") {
             return lose("lost the connection to PostgreSQL at \(displayName): \(message)")
         }
+        lastFailureState = state
         switch state {
         case "53100": return .diskFull
+        // A write's check of what it knew (the vault's count, an id it took) found otherwise.
+        case "22012": return .integrityFailure("the vault's PostgreSQL rows (changed under a write that checked them)")
         // Our own writes check for conflicts first; a violated constraint means edited tables.
         case "23505", "23502": return .integrityFailure("the vault's PostgreSQL tables (\(message))")
         default: return .storageFailure("PostgreSQL: \(message) (SQLSTATE \(state))")
@@ -292,17 +296,6 @@ final class PostgresConnection: @unchecked Sendable {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw lostOrFailed(result) }
-    }
-
-    private func prepared(_ sql: String, _ arguments: [PGValue]) throws(VaultError) -> String {
-        if let name = statements[sql] { return name }
-        let name = newStatementName()
-        let types = PostgresConnection.types(arguments)
-        let result = try exchange { PQsendPrepare($0, name, sql, Int32(types.count), types.isEmpty ? nil : types) }
-        defer { PQclear(result) }
-        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw lostOrFailed(result) }
-        statements[sql] = name
-        return name
     }
 
     private func newStatementName() -> String {
@@ -356,11 +349,11 @@ final class PostgresConnection: @unchecked Sendable {
     /// the deferred statements ahead of it, in the same round trip.
     @discardableResult
     func query(_ sql: String, _ arguments: [PGValue] = []) throws(VaultError) -> (rows: [[PGValue]], changed: Int) {
-        if !deferred.isEmpty {
+        // A statement not prepared yet is prepared in the same flight as its first run.
+        guard deferred.isEmpty, let name = statements[sql] else {
             deferred.append(Statement(sql: sql, arguments: arguments, completion: nil))
             return try pipeline()
         }
-        let name = try prepared(sql, arguments)
         let result = try exchange { connection in PostgresConnection.send(connection, name, arguments) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
@@ -388,6 +381,10 @@ final class PostgresConnection: @unchecked Sendable {
         deferred.append(Statement(sql: sql, arguments: arguments, completion: completion))
     }
 
+    /// The SQLSTATE of the last statement that failed: a write's check of the rows it knew
+    /// (a division by zero, 22012) is retried by the owner, where other failures are not.
+    private(set) var lastFailureState: String?
+
     /// Set by the owner while statements may wait for the next round trip.
     var defers = false
 
@@ -396,6 +393,10 @@ final class PostgresConnection: @unchecked Sendable {
         guard !deferred.isEmpty else { return }
         _ = try pipeline()
     }
+
+    /// How many exchanges with the server were made: a transaction that made none since its
+    /// deferred BEGIN sent nothing, and needs no COMMIT either.
+    private(set) var exchanges = 0
 
     /// Forgets the deferred statements unsent (a transaction given up before they went).
     func discardDeferred() { deferred = [] }
@@ -406,7 +407,9 @@ final class PostgresConnection: @unchecked Sendable {
     private func pipeline() throws(VaultError) -> (rows: [[PGValue]], changed: Int) {
         let batch = deferred
         deferred = []
+        lastFailureState = nil
         let connection = try live()
+        exchanges += 1
         // Half a pipeline sent leaves the connection in no state to go on with: dropped.
         func broken() -> VaultError {
             lose("lost the connection to PostgreSQL at \(displayName): \(PostgresConnection.text(PQerrorMessage(connection)))")

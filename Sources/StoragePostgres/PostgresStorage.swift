@@ -1,11 +1,12 @@
 import VaultStorageKit
 /// A vault in a PostgreSQL database, beside others there: every row carries the vault's name
-/// and every statement scopes by it. One connection per open vault; each method is one
+/// and every statement scopes by it. One connection per open vault; each method is at most one
 /// prepared statement. Inside a transaction, statements whose results nothing waits for
 /// (BEGIN, the vault row's lock, inserts, updates, the seal, the NOTIFY) go with the next one
-/// that is waited for, in one round trip, and the vault's row and the nodes read or written
-/// are remembered until it ends (the row's lock, or the snapshot of a read, keeps them true).
-/// What the records mean is NodeStore's business.
+/// that is waited for, in one round trip. The vault's row and the nodes read or written are
+/// kept between transactions, true at one change count (`PostgresKnownRows`): they answer
+/// while no other session's commit was heard of, and a write from them goes in one flight
+/// whose lock checks the count. What the records mean is NodeStore's business.
 package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     private let db: PostgresConnection
     private let location: PostgresLocation
@@ -69,7 +70,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     // MARK: transactions
 
-    private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool,
+    private func transaction<R: ~Copyable>(begin: String, durable: Bool, notify: Bool, keepsVaultRow: Bool = false, readOnly: Bool = false,
                                            _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Its BEGIN waits for the first round trip, where a lost connection cannot be replaced.
         try db.reconnectIfLost()
@@ -78,7 +79,9 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         touched.reset()
         pending = nil
         sealedPartsChanged = false
-        forgetRemembered()
+        vaultRow = nil
+        knownVerified = false
+        failedItsCheck = false
         defer {
             db.inTransaction = false
             db.defers = false
@@ -86,18 +89,23 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             pending = nil
             sealedPartsChanged = false
             awaitingLock = false
-            forgetRemembered()
+            vaultRow = nil
+            knownVerified = false
         }
+        let exchangesAtBegin = db.exchanges
         do throws(VaultError) {
             try db.later(begin)
             if !durable { try db.later("SET LOCAL synchronous_commit = off") }
             let result = try body()
+            // A read that known rows answered whole sent nothing, its BEGIN included: nothing to end.
+            if readOnly, db.exchanges == exchangesAtBegin { return result }
             // The seal binds what the lock read.
             if awaitingLock { try db.flush() }
             // The state sealed and the NOTIFY (delivered at commit, to every other connection
             // listening on the vault) in one statement: the generation costs no round trip of
             // its own on a notifying write.
             var sealed: Int64? = nil
+            var sealedMAC: PGValue = .null
             if let cipher = generationCipher, let state = pending, state.format >= VaultFormat.oldestWithGeneration {
                 let mac = PGValue.bytes(cipher.stateMAC(VaultState(generation: state.generation, headerMAC: state.header,
                                                                    rulesMAC: state.rules, membersMAC: state.members, stateMAC: nil)))
@@ -109,12 +117,23 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
                     try db.later("UPDATE vaults SET generation = $3, state_mac = $2 WHERE name = $1", [name, mac, raised])
                 }
                 sealed = state.generation
+                sealedMAC = mac
             } else if notify {
                 try db.later("SELECT pg_notify($1, $2)", [.text(location.channel), .text(touched.payload(origin: origin))])
             }
             do throws(VaultError) {
                 try db.run("COMMIT")
                 if let sealed { lastSealedGeneration = sealed }
+                // The vault's row as this write left it, for the next one to start from.
+                if keepsVaultRow, knownVerified, var row = vaultRow {
+                    if let sealed {
+                        row[1] = .integer(sealed)
+                        row[7] = sealedMAC
+                    }
+                    known.vault = row
+                } else if keepsVaultRow {
+                    known.vault = nil
+                }
             } catch {
                 // It may have committed or not: reported as failed, never as done.
                 guard case .storageUnreachable(let reason) = error else { throw error }
@@ -126,6 +145,9 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             // What was never sent is dropped: after a failure the server would skip the ROLLBACK.
             db.discardDeferred()
             db.defers = false
+            // What it noted may not have happened: nothing is known any more.
+            known.restart(at: nil)
+            failedItsCheck = db.lastFailureState == PostgresStorage.checkFailed
             if db.isConnected { _ = try? db.run("ROLLBACK") }
             throw error
         }
@@ -133,7 +155,28 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool,
                              _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        let result = try transaction(begin: "BEGIN", durable: durability == .durable, notify: seenByChangeToken) { () throws(VaultError) -> R in
+        // With the vault's row and the rows the body reads known, the whole write goes in one
+        // flight: its lock checks that they are still true (the change count and generation
+        // they were read at), else the transaction fails whole and runs again, asking.
+        if try knownRowsMayStart(needingVaultRow: true) {
+            do throws(VaultError) {
+                return try write(durability, seenByChangeToken: seenByChangeToken, fromKnownRows: true, body)
+            } catch {
+                guard failedItsCheck else { throw error }
+            }
+        }
+        return try write(durability, seenByChangeToken: seenByChangeToken, fromKnownRows: false, body)
+    }
+
+    /// What a check of known rows fails with: division by zero (SQL has no assertion).
+    private static let checkFailed = "22012"
+    /// The last transaction failed on such a check.
+    private var failedItsCheck = false
+
+    private func write<R: ~Copyable>(_ durability: CommitDurability, seenByChangeToken: Bool, fromKnownRows: Bool,
+                                     _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        let result = try transaction(begin: "BEGIN", durable: durability == .durable, notify: seenByChangeToken,
+                                     keepsVaultRow: true) { () throws(VaultError) -> R in
             // The vault row's lock serialises this vault's writers, as SQLite's write lock does;
             // every statement after it reads what the previous writer committed. A change
             // others are told of is counted in the same statement (no round trip of its own).
@@ -141,19 +184,41 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             // sealed at commit without reading anything (until then the row shows the state
             // as committed, which checks inside the write compare with).
             // It goes with the body's first read: nothing here waits for it.
-            let returning = PostgresStorage.vaultColumns
-            awaitingLock = true
-            try db.later(seenByChangeToken
-                         ? "UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING " + returning
-                         : "SELECT " + returning + " FROM vaults WHERE name = $1 FOR UPDATE", [name]) {
-                (rows: [[PGValue]], _: Int) throws(VaultError) in
-                self.awaitingLock = false
-                guard let row = rows.first else { throw .vaultNotFound(self.location.displayName) }
-                self.vaultRow = row
-                if self.generationCipher != nil, let format = row[0].integer, let generation = row[1].integer, let header = row[2].bytes {
-                    self.pending = PendingState(format: Int(format), generation: generation + 1, header: header,
-                                                rules: row[3].bytes, members: row[4].bytes)
+            let counted = seenByChangeToken ? Int64(1) : 0
+            func lock(_ returning: String) -> String {
+                seenByChangeToken
+                    ? "UPDATE vaults SET change_count = change_count + 1 WHERE name = $1 RETURNING " + returning
+                    : "SELECT " + returning + " FROM vaults WHERE name = $1 FOR UPDATE"
+            }
+            let returning = PostgresStorage.vaultColumns + ", change_count"
+            if fromKnownRows, let count = known.count, let row = known.vault, let generation = row[1].integer {
+                knownVerified = true
+                vaultRow = row
+                known.advance(to: count + counted)
+                notePending(row)
+                try db.later(lock(returning + ", 0 / (change_count = $2 AND generation = $3)::int"),
+                             [name, .integer(count + counted), .integer(generation)]) {
+                    (rows: [[PGValue]], _: Int) throws(VaultError) in
+                    guard !rows.isEmpty else { throw .vaultNotFound(self.location.displayName) }
                 }
+                return try body()
+            }
+            awaitingLock = true
+            try db.later(lock(returning), [name]) { (rows: [[PGValue]], _: Int) throws(VaultError) in
+                self.awaitingLock = false
+                guard let row = rows.first, let count = row[PostgresStorage.vaultColumnCount].integer else {
+                    throw .vaultNotFound(self.location.displayName)
+                }
+                let columns = Array(row.prefix(PostgresStorage.vaultColumnCount))
+                self.vaultRow = columns
+                // The rows known are true still when only this write counted since.
+                if let known = self.known.count, known + counted == count, self.knownConnection == self.db.generation {
+                    self.known.advance(to: count)
+                } else {
+                    self.restartKnownRows(at: count)
+                }
+                self.knownVerified = true
+                self.notePending(columns)
             }
             return try body()
         }
@@ -161,10 +226,40 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return result
     }
 
+    /// The state the write under way seals at commit, from the vault's row as its lock found it.
+    private func notePending(_ row: [PGValue]) {
+        if generationCipher != nil, let format = row[0].integer, let generation = row[1].integer, let header = row[2].bytes {
+            pending = PendingState(format: Int(format), generation: generation + 1, header: header,
+                                   rules: row[3].bytes, members: row[4].bytes)
+        }
+    }
+
     package func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         // Inside a transaction already (a write's): its snapshot is the one to read.
         guard !db.inTransaction else { return try body() }
-        return try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, body)
+        // Known rows are one snapshot already (all true at one count): a read they answer
+        // whole sends nothing; one that asks the server too checks, first in its snapshot,
+        // that they are still true, else it runs again asking.
+        if try knownRowsMayStart(needingVaultRow: false) {
+            do throws(VaultError) {
+                return try read(fromKnownRows: true, body)
+            } catch {
+                guard failedItsCheck else { throw error }
+            }
+        }
+        return try read(fromKnownRows: false, body)
+    }
+
+    private func read<R: ~Copyable>(fromKnownRows: Bool, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, readOnly: true) {
+            () throws(VaultError) -> R in
+            if fromKnownRows, let count = known.count {
+                knownVerified = true
+                vaultRow = known.vault
+                try db.later("SELECT 0 / (change_count = $2)::int FROM vaults WHERE name = $1", [name, .integer(count)])
+            }
+            return try body()
+        }
     }
 
     package func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
@@ -193,11 +288,11 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func reclaimFreeSpace(trimmingLog: Bool, continuing: Bool) throws(VaultError) -> Bool { false }
 
     package func changeListener() -> VaultChangeListener? {
-        VaultChangeListener(location: location, ownOrigin: origin)
+        VaultChangeListener(location: location, ownOrigin: origin, signal: othersHeard)
     }
 
     package func changeToken() throws(VaultError) -> StorageChangeToken {
-        othersCommits += Int64(try db.notificationsFromOthers())
+        try noteOthersCommits()
         // A new connection listened only from its start: what was committed while there was
         // none is seen in the vault's count instead.
         if db.generation != changeCountGeneration { try noteChangeCount() }
@@ -205,36 +300,104 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func othersChangeToken() throws(VaultError) -> StorageChangeToken {
-        othersCommits += Int64(try db.notificationsFromOthers())
+        try noteOthersCommits()
         // A new connection may have missed NOTIFYs: its count, read at connect, stands for them.
         if db.generation != changeCountGeneration { try noteChangeCount() }
         return StorageChangeToken(othersCommits, changeCount)
     }
 
-    // MARK: what a transaction remembers
+    // MARK: what the connection knows
 
     /// The vault's row as `vaultColumns` lists it, read once per transaction (a write's lock
     /// returns it); nil outside transactions and after a change to it.
     private var vaultRow: [PGValue]?
     private static let vaultColumns = "format_version, generation, header_mac, rules_mac, members_mac, vault_id, item_size_limit, "
         + "state_mac, next_node_id"
+    private static let vaultColumnCount = 9
     /// A write's lock is deferred until this is false.
     private var awaitingLock = false
-    /// Nodes read or written in the transaction under way, by id; a node known not to exist is nil.
-    private var rememberedNodes: [Int64: NodeRow?] = [:]
+    /// Rows read or written, kept between transactions while they are true (`knownRowsAnswer`).
+    private var known = PostgresKnownRows()
+    /// Inside a transaction: its lock or its first read found the count the known rows are
+    /// true at (or, for a write or read that started from them, checks it in its first flight).
+    private var knownVerified = false
+    /// The connection (`PostgresConnection.generation`) the known rows were read on: a new one
+    /// may have missed notices.
+    private var knownConnection = 0
+    /// What the listener heard, and what of it was seen here.
+    private let othersHeard = OthersCommitSignal()
+    private var othersHeardSeen = 0
 
-    /// Notes `node` (nil: known not to exist) as it is now, inside a transaction.
+    /// Starts the known rows over at `count`, on this connection.
+    private func restartKnownRows(at count: Int64?) {
+        known.restart(at: count)
+        knownConnection = db.generation
+    }
+
+    /// Takes in the notices of other sessions' commits that arrived (on this connection or
+    /// the listener's), without waiting: after any, nothing known is used again before the
+    /// server is asked.
+    private func noteOthersCommits() throws(VaultError) {
+        let heard = try db.notificationsFromOthers()
+        othersCommits += Int64(heard)
+        let listened = othersHeard.value
+        if heard > 0 || listened != othersHeardSeen || db.generation != knownConnection {
+            othersHeardSeen = listened
+            restartKnownRows(at: nil)
+        }
+    }
+
+    /// Whether known rows may answer a read now: inside a transaction once its lock or first
+    /// read found them true; outside one while no other session's commit was heard of since
+    /// they were read. (A commit elsewhere is heard of about as soon as it is made; until
+    /// then a read outside a write may show the vault as it was just before, as a read a
+    /// moment earlier would have. A write never commits on such a row: its lock checks.)
+    private func knownRowsAnswer() throws(VaultError) -> Bool {
+        if db.inTransaction { return knownVerified }
+        try noteOthersCommits()
+        return known.count != nil
+    }
+
+    /// Whether a transaction may start from the known rows (a write needs the vault's row).
+    private func knownRowsMayStart(needingVaultRow: Bool) throws(VaultError) -> Bool {
+        guard !db.inTransaction, db.isConnected else { return false }
+        try noteOthersCommits()
+        return known.count != nil && (known.vault != nil || !needingVaultRow)
+    }
+
+    /// The count a query read with its rows: the known rows start over if it moved.
+    private func noteCount(_ count: Int64?) {
+        guard let count else { return }
+        if known.count != count || knownConnection != db.generation { restartKnownRows(at: count) }
+        if db.inTransaction { knownVerified = true }
+    }
+
+    /// Notes `node` (nil: known not to exist) as it is now.
     private func remember(_ id: NodeID, _ node: NodeRow?) {
-        if db.inTransaction { rememberedNodes[id.rawValue] = .some(node) }
+        guard forgotUnverified() else { return }
+        known.note(id, node)
     }
 
-    private func remembered(_ id: NodeID) -> NodeRow?? {
-        db.inTransaction ? rememberedNodes[id.rawValue] : nil
+    /// A change inside a write before its lock found the known rows true cannot be followed
+    /// in them (the lock may yet keep them): they are forgotten. Whether they are still kept.
+    private func forgotUnverified() -> Bool {
+        guard db.inTransaction, !knownVerified else { return true }
+        known.restart(at: nil)
+        return false
     }
 
-    private func forgetRemembered() {
-        vaultRow = nil
-        rememberedNodes = [:]
+    /// Notes an item's sealed content as it is now, as `remember` notes its row.
+    private func rememberContent(_ id: NodeID, _ sealed: [UInt8]?) {
+        known.noteContent(id, !db.inTransaction || knownVerified ? sealed : nil)
+    }
+
+    private func remembered(_ id: NodeID) throws(VaultError) -> NodeRow?? {
+        try knownRowsAnswer() ? known.node(id) : nil
+    }
+
+    /// What a write knows of node `id` (its lock found the known rows true).
+    private func knownInTransaction(_ id: NodeID) -> NodeRow?? {
+        db.inTransaction && knownVerified ? known.node(id) : nil
     }
 
     /// The vault's row: remembered inside a transaction, read afresh outside one. nil when
@@ -353,10 +516,10 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         // increment waits for the next round trip, which checks that it gave that id.
         if db.inTransaction, let row = try currentVaultRow(), let next = row[8].integer {
             vaultRow?[8] = .integer(next + 1)
-            try db.later("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1", [name]) {
-                (rows: [[PGValue]], _: Int) throws(VaultError) in
-                guard rows.first?.first?.integer == next else { throw .integrityFailure("vault header (next record id changed)") }
-            }
+            // Checked in the statement, which fails the transaction whole: its answer may come
+            // with the commit's.
+            try db.later("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING 0 / (next_node_id = $2 + 1)::int",
+                         [name, .integer(next)])
             return NodeID(next)
         }
         guard let id = try db.row("UPDATE vaults SET next_node_id = next_node_id + 1 WHERE name = $1 RETURNING next_node_id - 1",
@@ -445,56 +608,78 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
-        if let known = remembered(id) { return known }
-        let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
-        return try rememberedRow(row, of: id)
+        if let known = try remembered(id) { return known }
+        return try countedNode(byID: id, withContent: false)?.row
     }
 
-    /// The node a row read by id holds, or none, remembered either way for the transaction.
-    private func rememberedRow(_ row: [PGValue]?, of id: NodeID) throws(VaultError) -> NodeRow? {
-        guard let row else {
+    /// The node columns of a join of `vaults` with `nodes` as `n`, after the vault's count.
+    private static let countedNodeColumns = "vaults.change_count, " + nodeColumns.split(separator: ", ").map { "n." + $0 }.joined(separator: ", ")
+
+    /// Node `id` read with the vault's count in one statement (one snapshot), so that what is
+    /// known stays true at one count; noted as known either way. nil when the vault has no row.
+    private func countedNode(byID id: NodeID, withContent: Bool) throws(VaultError) -> (row: NodeRow?, sealedContent: [UInt8]?)? {
+        guard let row = try db.row("SELECT \(PostgresStorage.countedNodeColumns)\(withContent ? ", n.content" : "") FROM vaults "
+                                   + "LEFT JOIN nodes n ON n.vault = vaults.name AND n.id = $2 WHERE vaults.name = $1",
+                                   [name, .integer(id.rawValue)]) else { return nil }
+        noteCount(row[0].integer)
+        let columns = Array(row[1...])
+        guard columns[0].integer != nil else {
             remember(id, nil)
-            return nil
+            return (nil, nil)
         }
-        let node = try PostgresStorage.readableNodeRow(row)
+        let node = try PostgresStorage.readableNodeRow(columns)
         remember(id, node)
-        return node
+        if withContent { rememberContent(id, columns[7].bytes) }
+        return (node, withContent ? columns[7].bytes : nil)
     }
 
     /// One statement, so one snapshot and one round trip, where the protocol's default takes a
     /// read transaction of three (its BEGIN and COMMIT each waited for).
     package func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
-        let row = try db.row("SELECT \(PostgresStorage.nodeColumns), content FROM nodes WHERE vault = $1 AND id = $2",
-                             [name, .integer(id.rawValue)])
-        guard let node = try rememberedRow(row, of: id), let row else { return nil }
-        return (node, row[7].bytes)
+        if case .some(.some(let node)) = try remembered(id), node.kind != NodeKind.item.rawValue || known.content(of: id) != nil {
+            return (node, known.content(of: id))
+        }
+        guard let read = try countedNode(byID: id, withContent: true), let node = read.row else { return nil }
+        return (node, read.sealedContent)
     }
 
     package func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
-        if db.inTransaction, let known = rememberedNodes.values.lazy.compactMap({ $0 })
-            .first(where: { $0.parent == parent && $0.nameTag == nameTag && $0.id != $0.parent }) {
-            return known
-        }
-        guard let row = try db.row("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND name_tag = $3",
+        if try knownRowsAnswer(), let known = known.node(in: parent, nameTag: nameTag) { return known }
+        guard let row = try db.row("SELECT \(PostgresStorage.countedNodeColumns) FROM vaults LEFT JOIN nodes n "
+                                   + "ON n.vault = vaults.name AND n.parent = $2 AND n.name_tag = $3 AND n.id != n.parent WHERE vaults.name = $1",
                                    [name, .integer(parent.rawValue), .bytes(nameTag)]) else { return nil }
-        let node = try PostgresStorage.readableNodeRow(row)
+        noteCount(row[0].integer)
+        let columns = Array(row[1...])
+        guard columns[0].integer != nil else {
+            if !db.inTransaction || knownVerified { known.noteAbsent(in: parent, nameTag: nameTag) }
+            return nil
+        }
+        let node = try PostgresStorage.readableNodeRow(columns)
         remember(node.id, node)
         return node
     }
 
     package func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
-        let nodes = try db.rows("SELECT \(PostgresStorage.nodeColumns) FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent",
-                                [name, .integer(parent.rawValue)]).map(PostgresStorage.readableNodeRow)
+        // With the vault's count: the listing is then known whole, and a name not in it is free.
+        let rows = try db.rows("SELECT \(PostgresStorage.countedNodeColumns) FROM vaults LEFT JOIN nodes n "
+                               + "ON n.vault = vaults.name AND n.parent = $2 AND n.id != n.parent WHERE vaults.name = $1",
+                               [name, .integer(parent.rawValue)])
+        guard let count = rows.first?[0].integer else { return [] }
+        noteCount(count)
+        let nodes = try rows.filter { $0[1].integer != nil }.map { (row) throws(VaultError) in try PostgresStorage.readableNodeRow(Array(row[1...])) }
         for node in nodes { remember(node.id, node) }
+        if !db.inTransaction || knownVerified { known.noteComplete(parent) }
         return nodes
     }
 
     package func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
-        try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
+        if try knownRowsAnswer(), let known = known.hasEntries(parent) { return known }
+        return try db.row("SELECT 1 FROM nodes WHERE vault = $1 AND parent = $2 AND id != parent LIMIT 1", [name, .integer(parent.rawValue)]) != nil
     }
 
     package func parent(of id: NodeID) throws(VaultError) -> NodeID? {
-        try db.row("SELECT parent FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.integer.map(NodeID.init)
+        if let known = try remembered(id) { return known?.parent }
+        return try db.row("SELECT parent FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.integer.map(NodeID.init)
     }
 
     package func everyNode() throws(VaultError) -> [StoredNode] {
@@ -511,12 +696,16 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
-        try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
+        if try knownRowsAnswer(), let sealed = known.content(of: id) { return sealed }
+        return try db.row("SELECT content FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])?.first?.bytes
     }
 
     package func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
         touched.note(row.id.rawValue, row.parent.rawValue)
         remember(row.id, row)
+        rememberContent(row.id, sealedContent)
+        // A new folder is empty: every name in it is known to be free.
+        if row.kind == NodeKind.dictionary.rawValue, !db.inTransaction || knownVerified { known.noteComplete(row.id) }
         try db.later("INSERT INTO nodes (vault, id, parent, kind, incarnation, name_tag, name, attributes, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea)", [
             name, .integer(row.id.rawValue), .integer(row.parent.rawValue), .integer(row.kind), .bytes(row.incarnation),
             .bytes(row.nameTag), .bytes(row.sealedName), .bytes(row.sealedAttributes), sealedContent.map(PGValue.bytes) ?? .null,
@@ -526,7 +715,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// The remembered `id` with other attributes (and place), if remembered.
     private func rememberChanged(_ id: NodeID, parent: NodeID? = nil, nameTag: [UInt8]? = nil, sealedName: [UInt8]? = nil,
                                  sealedAttributes: [UInt8]) {
-        guard case .some(.some(let node)) = remembered(id) else { return }
+        guard forgotUnverified(), case .some(.some(let node)) = knownInTransaction(id) else { return }
         remember(id, NodeRow(id: id, parent: parent ?? node.parent, kind: node.kind, incarnation: node.incarnation,
                              nameTag: nameTag ?? node.nameTag, sealedName: sealedName ?? node.sealedName, sealedAttributes: sealedAttributes))
     }
@@ -540,6 +729,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func updateAttributesAndContent(of id: NodeID, sealedAttributes: [UInt8], sealedContent: [UInt8]) throws(VaultError) {
         touched.note(id.rawValue)
         rememberChanged(id, sealedAttributes: sealedAttributes)
+        rememberContent(id, sealedContent)
         try db.later("UPDATE nodes SET attributes = $3, content = $4 WHERE vault = $1 AND id = $2",
                    [name, .integer(id.rawValue), .bytes(sealedAttributes), .bytes(sealedContent)])
     }
@@ -547,14 +737,15 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     package func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError) {
         // Where the entry left is known when it was read in this transaction: no wait then.
-        if case .some(.some(let before)) = remembered(id) {
+        if case .some(.some(let before)) = knownInTransaction(id) {
             touched.note(id.rawValue, parent.rawValue, before.parent.rawValue)
             rememberChanged(id, parent: parent, nameTag: nameTag, sealedName: sealedName, sealedAttributes: sealedAttributes)
             try db.later("UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 WHERE vault = $1 AND id = $2",
                          [name, .integer(id.rawValue), .integer(parent.rawValue), .bytes(nameTag), .bytes(sealedName), .bytes(sealedAttributes)])
             return
         }
-        rememberedNodes[id.rawValue] = nil
+        // Where it was is not known, so neither is which name is free now.
+        known.forgetNodes()
         // The joined row is the one before the update: its parent is where the entry left.
         let left = try db.rows("""
             UPDATE nodes SET parent = $3, name_tag = $4, name = $5, attributes = $6 FROM nodes AS before
@@ -566,13 +757,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
 
     package func deleteNode(_ id: NodeID) throws(VaultError) {
         try deleteContentBlocks(of: id, from: 0)
-        if case .some(.some(let node)) = remembered(id) {
+        if case .some(.some(let node)) = knownInTransaction(id) {
             touched.note(id.rawValue, node.parent.rawValue)
             remember(id, nil)
             try db.later("DELETE FROM nodes WHERE vault = $1 AND id = $2", [name, .integer(id.rawValue)])
             return
         }
-        rememberedNodes[id.rawValue] = nil
+        known.forgetNodes()
         for row in try db.rows("DELETE FROM nodes WHERE vault = $1 AND id = $2 RETURNING id, parent", [name, .integer(id.rawValue)]) {
             noteTouched(row)
         }
@@ -586,7 +777,12 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         """
 
     package func deleteSubtree(_ id: NodeID) throws(VaultError) {
-        rememberedNodes = [:]
+        // A folder known to be empty is a node alone: nothing to wait for.
+        if db.inTransaction, knownVerified, known.hasEntries(id) == false, case .some(.some(let node)) = known.node(id) {
+            try deleteNode(node.id)
+            return
+        }
+        let inWrite = db.inTransaction && knownVerified
         // The blocks go in the same statement: a data-modifying WITH sees the same subtree.
         for row in try db.rows("""
             \(PostgresStorage.subtree), blocks AS (
@@ -596,6 +792,10 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             """,
                                [name, .integer(id.rawValue)]) {
             noteTouched(row)
+            // Each removed node is known gone (and with it its name, if known).
+            if let removed = row[0].integer {
+                if inWrite { known.note(NodeID(removed), nil) } else { known.forgetNodes() }
+            }
         }
     }
 
@@ -712,27 +912,65 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func ruleRows() throws(VaultError) -> [RuleRow] {
-        try ruleRows("SELECT node, sealed FROM rules WHERE vault = $1 ORDER BY node", [name])
+        try knownRules().sorted { $0.key < $1.key }.map { RuleRow(node: NodeID($0.key), sealed: $0.value) }
     }
 
     package func upsertRule(_ row: RuleRow) throws(VaultError) {
         touched.note(row.node.rawValue)
+        noteRules { $0[row.node.rawValue] = row.sealed }
         try db.later("INSERT INTO rules (vault, node, sealed) VALUES ($1, $2, $3) ON CONFLICT (vault, node) DO UPDATE SET sealed = excluded.sealed",
                    [name, .integer(row.node.rawValue), .bytes(row.sealed)])
     }
 
     package func deleteRule(of node: NodeID) throws(VaultError) -> Bool {
         touched.note(node.rawValue)
+        noteRules { $0[node.rawValue] = nil }
         return try db.run("DELETE FROM rules WHERE vault = $1 AND node = $2", [name, .integer(node.rawValue)]) > 0
     }
 
     package func deleteRules(of node: NodeID, subtree: Bool) throws(VaultError) -> [RuleRow] {
         touched.note(node.rawValue)
+        // An item without rules, as known: nothing to delete, nothing to wait for (a write's
+        // lock checks that what is known is true).
+        // A folder known to be empty is its subtree alone.
+        let alone = !subtree || (db.inTransaction && knownVerified && known.hasEntries(node) == false)
+        if alone, db.inTransaction, knownVerified, try knownRules()[node.rawValue] == nil { return [] }
+        let deleted: [RuleRow]
         if subtree {
-            return try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
-                                [name, .integer(node.rawValue)])
+            deleted = try ruleRows("\(PostgresStorage.subtree) DELETE FROM rules WHERE vault = $1 AND node IN (SELECT id FROM subtree) RETURNING node, sealed",
+                                   [name, .integer(node.rawValue)])
+        } else {
+            deleted = try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
         }
-        return try ruleRows("DELETE FROM rules WHERE vault = $1 AND node = $2 RETURNING node, sealed", [name, .integer(node.rawValue)])
+        noteRules { for row in deleted { $0[row.node.rawValue] = nil } }
+        return deleted
+    }
+
+    /// Every node's sealed rules: known, or read with the count (one snapshot) and known since.
+    private func knownRules() throws(VaultError) -> [Int64: [UInt8]] {
+        if try knownRowsAnswer(), let rules = known.rules { return rules }
+        let rows = try db.rows("SELECT vaults.change_count, rules.node, rules.sealed FROM vaults LEFT JOIN rules ON rules.vault = vaults.name "
+                               + "WHERE vaults.name = $1", [name])
+        guard let count = rows.first?[0].integer else { throw .vaultNotFound(location.displayName) }
+        noteCount(count)
+        var rules: [Int64: [UInt8]] = [:]
+        for row in rows {
+            guard let node = row[1].integer else { continue }
+            guard let sealed = row[2].bytes else { throw .integrityFailure("the access rules of record \(node) (malformed row)") }
+            rules[node] = sealed
+        }
+        if !db.inTransaction || knownVerified { known.rules = rules }
+        return rules
+    }
+
+    /// Follows a change of the rules inside a write whose lock found the known rows true;
+    /// elsewhere they are forgotten.
+    private func noteRules(_ change: (inout [Int64: [UInt8]]) -> Void) {
+        guard db.inTransaction, knownVerified, known.rules != nil else {
+            known.rules = nil
+            return
+        }
+        change(&known.rules!)
     }
 
     package func rulesMAC() throws(VaultError) -> [UInt8]? {

@@ -26,15 +26,18 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
     private let location: PostgresLocation
     /// The origin of this process's own writes to the vault (`PostgresChangeNotice`).
     private let ownOrigin: String
+    /// Raised for every notice but of this process's own writes: the storage forgets its known rows.
+    private let signal: OthersCommitSignal
     private var connection: PostgresConnection?
     /// A loss was reported and no `restored` yet.
     private var lost = false
     private var retryDelay = VaultChangeListener.retryDelays.lowerBound
     private var retryAt: Double = 0
 
-    init(location: PostgresLocation, ownOrigin: String) {
+    init(location: PostgresLocation, ownOrigin: String, signal: OthersCommitSignal) {
         self.location = location
         self.ownOrigin = ownOrigin
+        self.signal = signal
     }
 
     /// Waits up to `timeout` seconds; nil when nothing was heard. Notices arriving together
@@ -49,6 +52,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
             retryDelay = VaultChangeListener.retryDelays.lowerBound
             retryAt = PostgresConnection.now() + retryDelay
             lost = true
+            signal.raise()
             return .lost(reason: VaultChangeListener.reason(error))
         }
         var change: VaultChange? = nil
@@ -56,6 +60,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
             guard let heard = PostgresChangeNotice.change(in: notice.payload, ownOrigin: ownOrigin) else { continue }
             change = change.map { $0.merged(with: heard) } ?? heard
         }
+        if change != nil { signal.raise() }
         return change.map(Notice.changed)
     }
 
@@ -83,6 +88,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
         retryDelay = VaultChangeListener.retryDelays.lowerBound
         guard lost else { return nil }
         lost = false
+        signal.raise()
         return .restored
     }
 

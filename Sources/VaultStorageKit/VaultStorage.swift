@@ -4,7 +4,9 @@
 /// durability. SQLite (`SQLiteStorage`) and PostgreSQL (`PostgresStorage`) implement it.
 ///
 /// How PostgreSQL (libpq, synchronous) carries it: one connection per
-/// open vault, every method one round trip (a prepared statement, no SQL built from values);
+/// open vault, every method at most one prepared statement (no SQL built from values), sent
+/// with others in one round trip where nothing waits between them, or none when the rows the
+/// connection knows answer it (`PostgresKnownRows`);
 /// several vaults share one database, so each table has a `vault` column that every statement
 /// scopes by, and the `vault` table holds one row per vault (its header, next node id and format
 /// version) where SQLite keeps them in its singleton row and `user_version`. `write` is
