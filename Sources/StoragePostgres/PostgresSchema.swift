@@ -23,7 +23,7 @@ enum PostgresSchema {
 
     /// `steps[n - 1]` brings the tables from layout n - 1 to n. A released step is never
     /// edited: databases at the layout before it exist.
-    static let steps = [layout1, layout2, layout3]
+    static let steps = [layout1, layout2, layout3, layout4]
 
     /// The first layout, as the first release created it (without its version row).
     static let layout1 = """
@@ -105,6 +105,22 @@ enum PostgresSchema {
         ALTER TABLE vaults ADD COLUMN generation bigint NOT NULL DEFAULT 0;
         ALTER TABLE vaults ADD COLUMN members_mac bytea;
         ALTER TABLE vaults ADD COLUMN state_mac bytea
+        """
+
+    /// Layout 4: the table of format 9's TPM PIN slots (`PINSlotRow`), empty until one is added.
+    static let layout4 = """
+        CREATE TABLE IF NOT EXISTS pin_slots (
+            vault              text   NOT NULL REFERENCES vaults (name),
+            id                 bigint NOT NULL,
+            kdf_algorithm      bigint NOT NULL,
+            kdf_opslimit       bigint NOT NULL,
+            kdf_memlimit       bigint NOT NULL,
+            salt               bytea  NOT NULL,
+            pcr_mask           bigint NOT NULL,
+            sealed_key         bytea  NOT NULL,
+            wrapped_master_key bytea  NOT NULL,
+            PRIMARY KEY (vault, id)
+        )
         """
 
     /// The layout the database's tables have; 0 before any. A number below 1 in the row was

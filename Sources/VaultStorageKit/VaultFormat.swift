@@ -19,7 +19,9 @@ package enum VaultFormat {
     ///    members' MAC together (`VaultState`): rules or member rows put back from an older copy
     ///    no longer match, and each machine refuses a generation older than it saw
     ///    (`SeenGenerations`). Format 7 code would not raise the generation.
-    package static let version = 8
+    /// 9: a table of TPM PIN slots (`PINSlotRow`): format 8 code would not know the vault opens
+    ///    with one, nor refuse members beside it.
+    package static let version = 9
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     package static let oldestSealedVersion = 4
@@ -33,6 +35,8 @@ package enum VaultFormat {
     package static let oldestWithMemberSlotMACs = 7
     /// The first version with a sealed generation (`VaultState`).
     package static let oldestWithGeneration = 8
+    /// The first version with TPM PIN slots.
+    package static let oldestWithPINSlots = 9
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     package static let applicationID: Int32 = 0x4B43_4653
 

@@ -106,6 +106,15 @@ package protocol VaultStorage: AnyObject, Sendable {
     @discardableResult
     func deleteKeySlot(id: Int64) throws(VaultError) -> Bool
 
+    // MARK: TPM PIN slots (format 9 on)
+
+    /// Every PIN slot, by id.
+    func pinSlots() throws(VaultError) -> [PINSlotRow]
+    func upsertPINSlot(_ slot: PINSlotRow) throws(VaultError)
+    /// Whether there was such a slot.
+    @discardableResult
+    func deletePINSlot(id: Int64) throws(VaultError) -> Bool
+
     // MARK: member slots (format 6 on)
 
     /// Every member slot, by name.
