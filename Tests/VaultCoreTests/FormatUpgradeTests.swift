@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 8
+let currentFormat: Int64 = 9
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -498,5 +498,27 @@ private final class TinyFilesystem {
 
         withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules") }
         #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).accessPolicy() }
+    }
+
+    /// 8 -> 9: the (empty) table of TPM PIN slots, and nothing else; the header's MAC binds the
+    /// new number, so the vault set back to 8 is refused. Opened with a PIN, the upgraded vault
+    /// says it has no PIN slot (status 16's refusal), not that the PIN is wrong.
+    @Test func aVersion8VaultGetsTheTableOfPINSlotsAt9() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 8)
+        #expect(formatVersion(scratch.vaultPath) == 8)
+        let before = records(scratch.vaultPath)
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
+        #expect(records(scratch.vaultPath) == before)
+        #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM pin_slots") == 0)
+        #expect(try vault.read(path("mail/work/password")).testBytes == Array("pw8".utf8))
+        #expect(try vault.pinSlotPCRs() == nil)
+        #expect(try vault.verify().isEmpty)
+        #expect(throws: VaultError.pinSlotRefused(.noSlot)) { try Vault.open(at: scratch.vaultPath, pin: try fixturePassphrase()) }
+
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 8") }
+        #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()) }
     }
 }

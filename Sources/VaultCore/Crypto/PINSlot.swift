@@ -69,9 +69,26 @@ enum PINSlot {
     static func open(_ row: PINSlotRow, pin: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer {
         // Before the key derivation: a PIN too short to have been enrolled costs the TPM no try.
         guard pin.count >= minimumPINBytes else { throw .wrongPIN }
+        let stretched = try stretch(pin, for: row)
+        let tpmKey = try unsealKey(row, authValue: try derive(.authValue, from: stretched))
+        // The TPM took the PIN, so the PIN is right: a box that fails was changed.
+        guard let master = try unwrap(row, tpmKey: tpmKey, stretchedPIN: stretched) else { throw .integrityFailure("TPM PIN slot") }
+        return master
+    }
+
+    /// The PIN's Argon2id output under the slot's salt and cost.
+    static func stretch(_ pin: borrowing SecureBuffer, for row: PINSlotRow) throws(VaultError) -> SecureBuffer {
+        try KeyDerivation.keyEncryptionKey(passphrase: pin, salt: row.salt, parameters: row.parameters)
+    }
+
+    /// The authorization value the TPM's sealed key takes, from the PIN's Argon2id output.
+    static func authValue(fromStretched stretched: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer {
+        try derive(.authValue, from: stretched)
+    }
+
+    /// The key the TPM sealed in `row`, unsealed with `authValue` (and the PCRs' present values).
+    static func unsealKey(_ row: PINSlotRow, authValue: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer {
         guard row.pcrMask < 1 << 24 else { throw .integrityFailure("TPM PIN slot (PCRs that do not exist)") }
-        let stretched = try KeyDerivation.keyEncryptionKey(passphrase: pin, salt: row.salt, parameters: row.parameters)
-        let authValue = try derive(.authValue, from: stretched)
         let connection = try connect()
         var tpmKey = try SecureBuffer(capacity: keyBytes)
         do {
@@ -84,14 +101,17 @@ enum PINSlot {
             throw refusal(error)
         }
         guard tpmKey.count == keyBytes else { throw .integrityFailure("TPM PIN slot (its sealed key is not \(keyBytes) bytes)") }
-        let kek = try wrappingKey(tpmKey: tpmKey, pinHalf: try derive(.pinHalf, from: stretched))
+        return tpmKey
+    }
+
+    /// The master key `row` wraps, given the TPM's key and the PIN's Argon2id output; nil when
+    /// either is not the slot's (or the row was changed).
+    static func unwrap(_ row: PINSlotRow, tpmKey: borrowing SecureBuffer, stretchedPIN: borrowing SecureBuffer) throws(VaultError) -> SecureBuffer? {
+        let kek = try wrappingKey(tpmKey: tpmKey, pinHalf: try derive(.pinHalf, from: stretchedPIN))
         let ad = RecordCipher.pinSlotAssociatedData(slotID: row.id, parameters: row.parameters, pcrMask: row.pcrMask, sealedKey: row.sealedKey)
         var master = try SecureBuffer(capacity: KeyDerivation.masterKeyBytes)
-        // The TPM took the PIN, so the PIN is right: a box that fails was changed.
         guard AEAD.open(row.wrappedMasterKey, key: kek, associatedData: ad, into: &master),
-              master.count == KeyDerivation.masterKeyBytes else {
-            throw .integrityFailure("TPM PIN slot")
-        }
+              master.count == KeyDerivation.masterKeyBytes else { return nil }
         return master
     }
 

@@ -1,0 +1,111 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The TPM PIN slot through the command line and the mount (issue 27 item 2), a software TPM
+/// per test: sealed at `init --tpm-pin` or `tpm-pin add`, opened with the PIN or the passphrase,
+/// a wrong PIN refused with status 2, removed and enrolled again.
+@Suite(.tags(.tpm)) struct TPMPINSlotTests {
+    @Test func initWithATPMPINOpensWithThePINAndWithThePassphrase() throws {
+        let tpm = try SoftwareTPM()
+        let m = try TPMMachine()
+        let vault = m.f.directory + "/pin.vault"
+        let pinFile = try m.f.write("4711\n", to: "pin")
+        let env = m.environment(tpm.tcti)
+        let made = try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", m.f.passphraseFile, "--tpm-pin",
+                                               "--pin-file", pinFile, "--kdf", "interactive"], environment: env)
+        #expect(made.exitStatus == .success, "\(made.stderr)")
+        #expect(made.stderr.contains("with a TPM PIN slot"), "\(made.stderr)")
+        #expect(try run(keychainfsBinary, ["set", "--vault", vault, "--pin-file", pinFile, "app/token", "by PIN"], environment: env).exitStatus == .success)
+        let read = try run(keychainfsBinary, ["get", "--vault", vault, "--pin-file", pinFile, "app/token"], environment: env)
+        #expect(read.exitStatus == .success && read.stdoutText == "by PIN", "\(read.stderr)")
+        let recovered = try run(keychainfsBinary, ["get", "--vault", vault, "--passphrase-file", m.f.passphraseFile, "app/token"], environment: env)
+        #expect(recovered.stdoutText == "by PIN", "\(recovered.stderr)")
+        // Only the sealed object and the wrapped key reach the file, never the PIN.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: vault))
+        #expect(bytes.range(of: Data("4711".utf8)) == nil)
+        let rows = try run("/usr/bin/sqlite3", [vault, "SELECT count(*), length(sealed_key) > 100, pcr_mask FROM pin_slots"])
+        #expect(rows.stdoutText == "1|1|0\n", "\(rows.stdoutText)")
+    }
+
+    @Test func aWrongPINIsTheWrongPassphrasesStatusAndChangesNothing() throws {
+        let p = try TPMPINMachine()
+        #expect(try p.withPassphrase(["set", "app/token", "kept"]).exitStatus == .success)
+        let refused = try p.withPIN(["get", "app/token"], pinFile: p.wrongPINFile)
+        #expect(refused.exitStatus == .wrongPassphrase, "\(refused.status) \(refused.stderr)")
+        #expect(refused.stderr.contains("wrong PIN") && refused.stdout.isEmpty, "\(refused.stderr)")
+        let short = try p.withPIN(["get", "app/token"], pinFile: try p.m.f.write("12\n", to: "short"))
+        #expect(short.exitStatus == .wrongPassphrase)
+        let empty = try p.withPIN(["get", "app/token"], pinFile: try p.m.f.write("\n", to: "empty"))
+        #expect(empty.exitStatus == .invalidInput && empty.stderr.contains("the PIN is empty"), "\(empty.stderr)")
+        #expect(try p.withPIN(["get", "app/token"]).stdoutText == "kept")
+    }
+
+    /// One slot a vault: a second `add` is refused; `remove` takes it away (the passphrase
+    /// stays), a PIN then says there is none (16), a second `remove` is status 4; `add` again works.
+    @Test func tpmPINAddAndRemoveOnAnExistingVault() throws {
+        let p = try TPMPINMachine()
+        #expect(try p.withPassphrase(["set", "app/token", "t"]).exitStatus == .success)
+        let again = try p.withPassphrase(["tpm-pin", "add", "--pin-file", p.pinFile, "--kdf", "interactive"])
+        #expect(again.exitStatus == .alreadyExists, "\(again.stderr)")
+        let removed = try p.withPassphrase(["tpm-pin", "remove"])
+        #expect(removed.exitStatus == .success, "\(removed.stderr)")
+        let none = try p.withPIN(["get", "app/token"])
+        #expect(none.exitStatus == .pinSlotRefused && none.stderr.contains("has no TPM PIN slot"), "\(none.stderr)")
+        #expect(try p.withPassphrase(["tpm-pin", "remove"]).exitStatus == .notFound)
+        #expect(try p.withPassphrase(["get", "app/token"]).stdoutText == "t")
+        #expect(try p.withPassphrase(["tpm-pin", "add", "--pin-file", p.pinFile, "--kdf", "interactive"]).exitStatus == .success)
+        #expect(try p.withPIN(["get", "app/token"]).stdoutText == "t")
+        // Opened with the PIN, the passphrase cannot be changed: passwd needs the passphrase itself.
+        let passwd = try p.withPIN(["passwd", "--new-passphrase-file", p.pinFile])
+        #expect(passwd.exitStatus == .invalidInput, "\(passwd.stderr)")
+    }
+
+    /// Without a TPM, `init --tpm-pin` refuses before asking anything and makes no vault.
+    @Test func withoutATPMInitRefusesAndMakesNoVault() throws {
+        let m = try TPMMachine()
+        let vault = m.f.directory + "/none.vault"
+        let pinFile = try m.f.write("4711\n", to: "pin")
+        let refused = try run(keychainfsBinary, ["init", "--vault", vault, "--passphrase-file", m.f.passphraseFile, "--tpm-pin",
+                                                  "--pin-file", pinFile], environment: m.environment("none"))
+        #expect(refused.exitStatus == .pinSlotRefused && refused.stderr.contains("has no TPM"), "\(refused.stderr)")
+        #expect(access(vault, F_OK) != 0)
+    }
+
+    /// A vault with members takes no PIN slot, and a vault with one takes no member.
+    @Test func aVaultWithAPINSlotTakesNoMember() throws {
+        let p = try TPMPINMachine()
+        let keyFile = p.m.f.directory + "/member.key"
+        let env = p.m.environment(p.tcti)
+        #expect(try run(keychainfsBinary, ["member", "init", "--member-key", keyFile, "--passphrase-file", p.m.f.passphraseFile,
+                                           "--kdf", "interactive"], environment: env).exitStatus == .success)
+        let publicKey = try run(keychainfsBinary, ["member", "show", "--member-key", keyFile], environment: env).stdoutText
+            .split(separator: "\n").last.map(String.init) ?? ""
+        let added = try p.withPassphrase(["member", "add", publicKey, "--name", "bob"])
+        #expect(added.exitStatus == .invalidInput && added.stderr.contains("TPM PIN slot"), "\(added.status) \(added.stderr)")
+    }
+
+    /// Through a mount: `-o pinfile=FILE` opens it; locked, `unlock --pin-file` with a wrong PIN
+    /// leaves it locked (status 2), with the PIN unlocks it, and so does the passphrase.
+    @Test(.tags(.mount)) func aMountOpensWithThePINAndUnlocksWithIt() throws {
+        let p = try TPMPINMachine()
+        #expect(try p.withPassphrase(["set", "app/token", "mounted"]).exitStatus == .success)
+        let (mounted, mountpoint) = try p.mount(pinFile: p.pinFile)
+        defer { p.unmount(mountpoint) }
+        try #require(mounted.exitStatus == .success, "\(mounted.status) \(mounted.stderr)")
+        #expect(readFile(mountpoint + "/app/token") == Array("mounted".utf8))
+        let env = p.m.environment(p.tcti)
+        #expect(try run(keychainfsBinary, ["lock", mountpoint], environment: env).exitStatus == .success)
+        #expect(errnoOf { open(mountpoint + "/app/token", O_RDONLY) } == EACCES)
+        let wrong = try run(keychainfsBinary, ["unlock", "--pin-file", p.wrongPINFile, mountpoint], environment: env)
+        #expect(wrong.exitStatus == .wrongPassphrase && wrong.stderr.contains("wrong PIN"), "\(wrong.status) \(wrong.stderr)")
+        #expect(errnoOf { open(mountpoint + "/app/token", O_RDONLY) } == EACCES)
+        let unlocked = try run(keychainfsBinary, ["unlock", "--pin-file", p.pinFile, mountpoint], environment: env)
+        #expect(unlocked.exitStatus == .success, "\(unlocked.stderr)")
+        #expect(readFile(mountpoint + "/app/token") == Array("mounted".utf8))
+        #expect(try run(keychainfsBinary, ["lock", mountpoint], environment: env).exitStatus == .success)
+        let byPassphrase = try run(keychainfsBinary, ["unlock", "--passphrase-file", p.m.f.passphraseFile, mountpoint], environment: env)
+        #expect(byPassphrase.exitStatus == .success, "\(byPassphrase.stderr)")
+        #expect(readFile(mountpoint + "/app/token") == Array("mounted".utf8))
+    }
+}
