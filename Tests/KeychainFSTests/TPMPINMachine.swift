@@ -16,8 +16,9 @@ final class TPMPINMachine {
         m = try TPMMachine()
         pinFile = try m.f.write(pin + "\n", to: "pin")
         wrongPINFile = try m.f.write("0000\n", to: "wrong-pin")
-        let added = try m.cli(["tpm-pin", "add", "--pin-file", pinFile, "--kdf", "interactive"] + (pcrs.map { ["--tpm-pcrs", $0] } ?? []),
-                              tcti: tpm.tcti)
+        let added = try run(keychainfsBinary, ["tpm-pin", "add", "--vault", m.f.vault, "--passphrase-file", m.f.passphraseFile,
+                                                "--pin-file", pinFile, "--kdf", "interactive"] + (pcrs.map { ["--tpm-pcrs", $0] } ?? []),
+                            environment: m.environment(tpm.tcti))
         guard added.exitStatus == .success else { throw FixtureError("tpm-pin add: \(added.status) \(added.stderr)") }
     }
 
@@ -26,14 +27,19 @@ final class TPMPINMachine {
 
     /// `keychainfs SUBCOMMAND --vault V --pin-file FILE ARGS...` (no passphrase given) on `tcti`.
     func withPIN(_ arguments: [String], pinFile: String? = nil, tcti: String? = nil) throws -> RunResult {
-        var args = arguments
-        args.insert(contentsOf: ["--vault", vault, "--pin-file", pinFile ?? self.pinFile], at: 1)
-        return try run(keychainfsBinary, args, environment: m.environment(tcti ?? self.tcti))
+        try cli(arguments, ["--vault", vault, "--pin-file", pinFile ?? self.pinFile], tcti: tcti)
     }
 
     /// The same with the passphrase, as the recovery.
     func withPassphrase(_ arguments: [String], tcti: String? = nil) throws -> RunResult {
-        try m.cli(arguments, tcti: tcti ?? self.tcti)
+        try cli(arguments, ["--vault", vault, "--passphrase-file", m.f.passphraseFile], tcti: tcti)
+    }
+
+    /// `options` after the subcommand (both words of `tpm-pin add` or `member add`).
+    private func cli(_ arguments: [String], _ options: [String], tcti: String?) throws -> RunResult {
+        var args = arguments
+        args.insert(contentsOf: options, at: ["tpm-pin", "member"].contains(arguments.first ?? "") ? 2 : 1)
+        return try run(keychainfsBinary, args, environment: m.environment(tcti ?? self.tcti))
     }
 
     /// Runs one of tpm2-tools against this machine's TPM.
