@@ -85,6 +85,26 @@ import Testing
         #expect(added.exitStatus == .invalidInput && added.stderr.contains("TPM PIN slot"), "\(added.status) \(added.stderr)")
     }
 
+    /// `secret-service --pin-file FILE` serves the vault opened with its PIN; a wrong PIN ends it with status 2.
+    @Test func theSecretServiceOpensWithThePINFile() throws {
+        let p = try TPMPINMachine()
+        let bus = try PrivateSessionBus()
+        defer { bus.stop() }
+        let environment = p.m.environment(p.tcti).merging(bus.environment) { $1 }
+        let wrong = try run(keychainfsBinary, ["secret-service", "--vault", p.vault, "--pin-file", p.wrongPINFile], environment: environment)
+        #expect(wrong.exitStatus == .wrongPassphrase && wrong.stderr.contains("wrong PIN"), "\(wrong.status) \(wrong.stderr)")
+        let service = try startProcess(keychainfsBinary, ["secret-service", "--vault", p.vault, "--pin-file", p.pinFile], environment: environment)
+        defer { if service.isRunning { service.terminate() } }
+        let store = { () throws -> RunResult in
+            try run("/usr/bin/secret-tool", ["store", "--label=pinned", "svc", "pin"], stdin: Data("s3cret".utf8), environment: bus.environment)
+        }
+        #expect(eventually(within: 20) { (try? store().status) == 0 })
+        #expect(try run("/usr/bin/secret-tool", ["lookup", "svc", "pin"], environment: bus.environment).stdoutText == "s3cret")
+        service.terminate()
+        service.waitUntilExit()
+        #expect(try p.withPIN(["get", "login/pinned"]).stdoutText == "s3cret")
+    }
+
     /// Through a mount: `-o pinfile=FILE` opens it; locked, `unlock --pin-file` with a wrong PIN
     /// leaves it locked (status 2), with the PIN unlocks it, and so does the passphrase.
     @Test(.tags(.mount)) func aMountOpensWithThePINAndUnlocksWithIt() throws {
