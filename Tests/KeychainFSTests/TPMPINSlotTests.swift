@@ -61,6 +61,68 @@ import Testing
         #expect(passwd.exitStatus == .invalidInput, "\(passwd.stderr)")
     }
 
+    /// Bad input is refused with a clear error and changes nothing: PCRs that do not exist, a
+    /// PIN too short, a PIN file that is not there, options that do not go together.
+    @Test func badPINSlotInputIsRefusedAndChangesNothing() throws {
+        let p = try TPMPINMachine()
+        #expect(try p.withPassphrase(["tpm-pin", "remove"]).exitStatus == .success)
+        let before = try Data(contentsOf: URL(fileURLWithPath: p.vault))
+        let add = ["tpm-pin", "add", "--kdf", "interactive"]
+        let short = try p.m.f.write("123\n", to: "short")
+        let cases: [([String], Int32, String)] = [
+            (add + ["--pin-file", p.pinFile, "--tpm-pcrs", "24"], 7, "PCR numbers from 0 to 23"),
+            (add + ["--pin-file", p.pinFile, "--tpm-pcrs", "7,x"], 7, "PCR numbers from 0 to 23"),
+            (add + ["--pin-file", short], 7, "at least 4 characters"),
+            (add + ["--pin-file", p.m.f.directory + "/no-such-file"], 7, "cannot open PIN file"),
+            (["init", "--pin-file", p.pinFile], 64, "go with --tpm-pin"),
+            (["init", "--tpm-pin", "--pin"], 64, "--pin opens a vault"),
+        ]
+        for (arguments, status, message) in cases {
+            let refused = try p.withPassphrase(arguments)
+            #expect(refused.status == status, "\(arguments): \(refused.status) \(refused.stderr)")
+            #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: p.vault)) == before)
+        #expect(try run("/usr/bin/sqlite3", [p.vault, "SELECT count(*) FROM pin_slots"]).stdoutText == "0\n")
+    }
+
+    /// A byte changed in the row's wrapped key: the right PIN then meets an integrity failure
+    /// (status 3), never another key; the cost edited changes what the PIN derives, so the TPM
+    /// sees another authorization (status 2, and it counts it). The passphrase still opens.
+    @Test func aChangedPINSlotRowIsAnIntegrityFailure() throws {
+        let p = try TPMPINMachine()
+        #expect(try p.withPassphrase(["set", "app/token", "t"]).exitStatus == .success)
+        let edits: [(String, Int32)] = [("UPDATE pin_slots SET wrapped_master_key = zeroblob(1) || substr(wrapped_master_key, 2)", 3),
+                                        ("UPDATE pin_slots SET kdf_opslimit = kdf_opslimit + 1", 2)]
+        for (edit, status) in edits {
+            let backup = try Data(contentsOf: URL(fileURLWithPath: p.vault))
+            #expect(try run("/usr/bin/sqlite3", [p.vault, edit]).status == 0)
+            let refused = try p.withPIN(["get", "app/token"])
+            #expect(refused.status == status && refused.stdout.isEmpty, "\(edit): \(refused.status) \(refused.stderr)")
+            #expect(try p.withPassphrase(["get", "app/token"]).stdoutText == "t")
+            try backup.write(to: URL(fileURLWithPath: p.vault))
+        }
+        #expect(try p.withPIN(["get", "app/token"]).stdoutText == "t")
+    }
+
+    /// A vault in PostgreSQL takes a PIN slot as a file does (layout 4's table).
+    @Test(.tags(.postgres)) func aVaultInPostgreSQLOpensWithItsPIN() throws {
+        let tpm = try SoftwareTPM()
+        let m = try TPMMachine()
+        let server = try PostgresServer()
+        let uri = try server.createDatabase("pin")
+        let pinFile = try m.f.write("4711\n", to: "pin")
+        let env = m.environment(tpm.tcti)
+        let made = try run(keychainfsBinary, ["init", "--vault", uri, "--passphrase-file", m.f.passphraseFile, "--tpm-pin", "--pin-file", pinFile,
+                                               "--kdf", "interactive"], environment: env)
+        #expect(made.exitStatus == .success, "\(made.stderr)")
+        #expect(try run(keychainfsBinary, ["set", "--vault", uri, "--pin-file", pinFile, "app/token", "in pg"], environment: env).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["get", "--vault", uri, "--passphrase-file", m.f.passphraseFile, "app/token"], environment: env).stdoutText == "in pg")
+        #expect(try server.sql("pin", "SELECT count(*) FROM pin_slots") == "1\n")
+        #expect(try run(keychainfsBinary, ["tpm-pin", "remove", "--vault", uri, "--pin-file", pinFile], environment: env).exitStatus == .success)
+        #expect(try server.sql("pin", "SELECT count(*) FROM pin_slots") == "0\n")
+    }
+
     /// Without a TPM, `init --tpm-pin` refuses before asking anything and makes no vault.
     @Test func withoutATPMInitRefusesAndMakesNoVault() throws {
         let m = try TPMMachine()
