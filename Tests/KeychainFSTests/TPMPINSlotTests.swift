@@ -167,6 +167,27 @@ import Testing
         #expect(try p.withPIN(["get", "login/pinned"]).stdoutText == "s3cret")
     }
 
+    /// The PIN is in no memory of the daemon once it mounted, nor after an unlock with it: it
+    /// passed through locked memory only, wiped when the slot opened.
+    @Test(.tags(.mount)) func thePINIsGoneRightAfterMountingAndUnlocking() throws {
+        let p = try TPMPINMachine()
+        let canary = "pin-canary-" + UUID().uuidString
+        let canaryFile = try p.m.f.write(canary + "\n", to: "canary-pin")
+        #expect(try p.withPassphrase(["tpm-pin", "remove"]).exitStatus == .success)
+        #expect(try p.withPassphrase(["tpm-pin", "add", "--pin-file", canaryFile, "--kdf", "interactive"]).exitStatus == .success)
+        let (mounted, mountpoint) = try p.mount(pinFile: canaryFile)
+        defer { p.unmount(mountpoint) }
+        try #require(mounted.exitStatus == .success, "\(mounted.stderr)")
+        let pid = try status(mountpoint).pid
+        // The scanner works on this process: the vault's path (a plain string) is found.
+        #expect(processMemoryContains(pid, Array(p.vault.utf8)))
+        #expect(!processMemoryContains(pid, Array(canary.utf8)), "the PIN found in the daemon's memory")
+        let env = p.m.environment(p.tcti)
+        #expect(try run(keychainfsBinary, ["lock", mountpoint], environment: env).exitStatus == .success)
+        #expect(try run(keychainfsBinary, ["unlock", "--pin-file", canaryFile, mountpoint], environment: env).exitStatus == .success)
+        #expect(!processMemoryContains(pid, Array(canary.utf8)), "the PIN found in the daemon's memory after an unlock")
+    }
+
     /// Through a mount: `-o pinfile=FILE` opens it; locked, `unlock --pin-file` with a wrong PIN
     /// leaves it locked (status 2), with the PIN unlocks it, and so does the passphrase.
     @Test(.tags(.mount)) func aMountOpensWithThePINAndUnlocksWithIt() throws {
