@@ -134,7 +134,7 @@ import Testing
         #expect(access(vault, F_OK) != 0)
     }
 
-    /// A vault with members takes no PIN slot, and a vault with one takes no member.
+    /// A vault with a PIN slot takes no member, and a vault with members takes no PIN slot.
     @Test func aVaultWithAPINSlotTakesNoMember() throws {
         let p = try TPMPINMachine()
         let keyFile = p.m.f.directory + "/member.key"
@@ -145,6 +145,12 @@ import Testing
             .split(separator: "\n").last.map(String.init) ?? ""
         let added = try p.withPassphrase(["member", "add", publicKey, "--name", "bob"])
         #expect(added.exitStatus == .invalidInput && added.stderr.contains("TPM PIN slot"), "\(added.status) \(added.stderr)")
+        // The other way round: the slot removed, the member added, the slot refused.
+        #expect(try p.withPassphrase(["tpm-pin", "remove"]).exitStatus == .success)
+        #expect(try p.withPassphrase(["member", "add", publicKey, "--name", "bob"]).exitStatus == .success)
+        let pin = try p.withPassphrase(["tpm-pin", "add", "--pin-file", p.pinFile, "--kdf", "interactive"])
+        #expect(pin.exitStatus == .invalidInput && pin.stderr.contains("a vault with members takes no TPM PIN slot"), "\(pin.status) \(pin.stderr)")
+        #expect(try run("/usr/bin/sqlite3", [p.vault, "SELECT count(*) FROM pin_slots"]).stdoutText == "0\n")
     }
 
     /// `secret-service --pin-file FILE` serves the vault opened with its PIN; a wrong PIN ends it with status 2.
