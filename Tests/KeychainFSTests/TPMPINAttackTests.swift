@@ -33,6 +33,14 @@ import VaultStorageKit
         defer { p.unmount(mountpoint) }
         #expect(mounted.exitStatus == .success, "\(mounted.stderr)")
         #expect(readFile(mountpoint + "/app/token") == Array("guarded".utf8))
+        // Locked, the mount's unlock with the PIN is refused as well; the passphrase unlocks it.
+        let env = p.m.environment(p.tcti)
+        #expect(try run(keychainfsBinary, ["lock", mountpoint], environment: env).exitStatus == .success)
+        let byPIN = try run(keychainfsBinary, ["unlock", "--pin-file", p.pinFile, mountpoint], environment: env)
+        #expect(byPIN.exitStatus == .pinSlotRefused && byPIN.stderr.contains("lockout"), "\(byPIN.status) \(byPIN.stderr)")
+        #expect(errnoOf { open(mountpoint + "/app/token", O_RDONLY) } == EACCES)
+        #expect(try run(keychainfsBinary, ["unlock", "--passphrase-file", p.m.f.passphraseFile, mountpoint], environment: env).exitStatus == .success)
+        #expect(readFile(mountpoint + "/app/token") == Array("guarded".utf8))
         p.unmount(mountpoint)
 
         try p.tool("tpm2_dictionarylockout", ["--clear-lockout"])
