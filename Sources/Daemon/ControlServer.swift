@@ -97,13 +97,15 @@ final class ControlServer: Sendable {
             served.locking.lock()
             ControlSocket.send(connection, "ok locked")
         case "unlock":
-            guard words.count == 2, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
+            // `unlock N`, or `unlock N pin` for the TPM PIN slot.
+            let kind = words.count == 3 ? UnlockSecret(rawValue: words[2]) : .passphrase
+            guard (2...3).contains(words.count), let kind, words[1].allSatisfy(\.isNumber), let count = Int(words[1]),
                   (1...SecretInput.maximumPassphraseBytes).contains(count) else {
                 refuse(connection, .malformedUnlock, .usage, "malformed unlock request")
                 return
             }
             do throws(VaultError) {
-                guard try unlock(with: connection, passphraseBytes: count) else {
+                guard try unlock(with: connection, passphraseBytes: count, as: kind) else {
                     refuse(connection, .shortPassphrase, .usage, "short passphrase")
                     return
                 }
@@ -149,10 +151,10 @@ final class ControlServer: Sendable {
     }
 
     /// Reads the passphrase and unlocks; the passphrase's buffer is wiped when this returns.
-    private func unlock(with connection: Int32, passphraseBytes count: Int) throws(VaultError) -> Bool {
+    private func unlock(with connection: Int32, passphraseBytes count: Int, as kind: UnlockSecret) throws(VaultError) -> Bool {
         var passphrase = try SecureBuffer(capacity: count)
         guard try SecretInput.read(connection, into: &passphrase, exactly: count) else { return false }
-        try served.locking.unlock(passphrase: passphrase)
+        try served.locking.unlock(passphrase, as: kind)
         return true
     }
 

@@ -195,10 +195,16 @@ package enum MountDaemon {
             // Claim first when the vault exists, so a second mount fails before the slow KDF.
             let wait = request.remountWaitSeconds
             var claim: ExclusiveUse? = creating ? nil : try ExclusiveUse(of: path, waitingUpTo: wait, mounted: MountTable.servesVault)
+            let withPIN = request.vault.opensWithPIN
+            if creating && withPIN {
+                throw .invalidArgument("\(path): no vault here; a TPM PIN opens an existing vault (`keychainfs init --tpm-pin` makes one)")
+            }
             let passphrase: SecureBuffer
             if let passphraseFD {
                 passphrase = try SecretInput.passphrase(file: "/proc/self/fd/\(passphraseFD)", command: nil, prompt: "", confirm: false)
                 close(passphraseFD)
+            } else if withPIN {
+                passphrase = try SecretInput.pin(file: request.vault.pinFile, confirm: false)
             } else {
                 passphrase = try SecretInput.passphrase(file: request.vault.passphraseFile, command: request.vault.passphraseCommand,
                                                         prompt: creating ? "New passphrase: " : "Passphrase: ", confirm: creating)
@@ -208,6 +214,8 @@ package enum MountDaemon {
             }
             let vault = if creating {
                 try Vault.create(at: path, passphrase: passphrase, kdf: request.kdf.parameters)
+            } else if withPIN {
+                try Vault.open(at: path, pin: passphrase, acceptingRollback: request.vault.acceptRollback)
             } else if let memberKeyPath = request.vault.memberKeyPath {
                 // Unlocks after a lock take this key's passphrase as well (see `Vault.unlock`).
                 try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: passphrase,

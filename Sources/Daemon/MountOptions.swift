@@ -86,6 +86,11 @@ extension MountOption {
                 request, text throws(Refusal) in
                 request.vault.passphraseFile = text
             },
+            MountOption(name: "pin-file", word: "pinfile", value: .text(valueName: nil), sharedWithEveryCommand: true, help: "") {
+                request, text throws(Refusal) in
+                request.vault.pinFile = text
+                request.vault.opensWithPIN = true
+            },
             MountOption(name: "accept-rollback", word: "accept_rollback", value: .none, sharedWithEveryCommand: true, help: "") { request, _ in
                 request.vault.acceptRollback = true
             },

@@ -67,6 +67,11 @@ extension FileSystem {
 
     /// Unlocks with a passphrase; a wrong one leaves everything locked.
     package func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+        try unlock(passphrase, as: .passphrase)
+    }
+
+    /// Unlocks with the passphrase or the TPM PIN, as `kind` says; a wrong one leaves everything locked.
+    package func unlock(_ secret: borrowing SecureBuffer, as kind: UnlockSecret) throws(VaultError) {
         state.withLock { $0.lock.beginUnlock() }
         var derived = false
         defer {
@@ -80,7 +85,7 @@ extension FileSystem {
             // Idle time starts again now, or the idle lock would undo this at once.
             if unlocked { noteActivity() }
         }
-        try vault.unlock(passphrase: passphrase)
+        try vault.unlock(secret, as: kind)
         derived = true
         gate.didUnlock()
         // Before requests are served again: rules may have changed while the vault was locked.

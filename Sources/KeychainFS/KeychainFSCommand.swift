@@ -21,7 +21,7 @@ struct KeychainFSCommand: ParsableCommand {
                        AttributeCommand.self, LabelCommand.self, ClassCommand.self, FindItems.self, List.self, Remove.self,
                        MakeDictionary.self, Move.self, Allow.self, Disallow.self, Rules.self, LogCommand.self,
                        ChangePassphrase.self, Verify.self, SecretServiceCommand.self, Exec.self, PAMSession.self, PAMPasswd.self,
-                       ImportCommand.self, ExportCommand.self, MemberCommand.self],
+                       ImportCommand.self, ExportCommand.self, MemberCommand.self, TPMPINCommand.self],
         defaultSubcommand: Mount.self
     )
 

@@ -9,9 +9,14 @@ import VaultCore
 package protocol LockControl: Sendable {
     var isLocked: Bool { get }
     func lock()
-    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError)
+    /// With the passphrase or the TPM PIN, as `kind` says.
+    func unlock(_ secret: borrowing SecureBuffer, as kind: UnlockSecret) throws(VaultError)
     /// A client used a secret: the idle lock counts from now.
     func noteActivity()
+}
+
+extension LockControl {
+    func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) { try unlock(passphrase, as: .passphrase) }
 }
 
 /// The lock of a service without a mount: the vault's keys, and the log's entries for it.
@@ -39,9 +44,9 @@ package final class VaultLock: LockControl {
         if !wasLocked { gate.didLock() }
     }
 
-    package func unlock(passphrase: borrowing SecureBuffer) throws(VaultError) {
+    package func unlock(_ secret: borrowing SecureBuffer, as kind: UnlockSecret) throws(VaultError) {
         let before = locks.withLock { $0 }
-        try vault.unlock(passphrase: passphrase)
+        try vault.unlock(secret, as: kind)
         guard locks.withLock({ $0 }) == before else {
             vault.lock()
             throw .locked

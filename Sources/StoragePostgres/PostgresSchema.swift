@@ -23,7 +23,7 @@ enum PostgresSchema {
 
     /// `steps[n - 1]` brings the tables from layout n - 1 to n. A released step is never
     /// edited: databases at the layout before it exist.
-    static let steps = [layout1, layout2, layout3, layout4]
+    static let steps = [layout1, layout2, layout3, layout4, layout5]
 
     /// The first layout, as the first release created it (without its version row).
     static let layout1 = """
@@ -115,6 +115,22 @@ enum PostgresSchema {
             idx    bigint NOT NULL,
             sealed bytea  NOT NULL,
             PRIMARY KEY (vault, node, idx)
+        )
+        """
+
+    /// Layout 5: the table of format 10's TPM PIN slots (`PINSlotRow`), empty until one is added.
+    static let layout5 = """
+        CREATE TABLE IF NOT EXISTS pin_slots (
+            vault              text   NOT NULL REFERENCES vaults (name),
+            id                 bigint NOT NULL,
+            kdf_algorithm      bigint NOT NULL,
+            kdf_opslimit       bigint NOT NULL,
+            kdf_memlimit       bigint NOT NULL,
+            salt               bytea  NOT NULL,
+            pcr_mask           bigint NOT NULL,
+            sealed_key         bytea  NOT NULL,
+            wrapped_master_key bytea  NOT NULL,
+            PRIMARY KEY (vault, id)
         )
         """
 

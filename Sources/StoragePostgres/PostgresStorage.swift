@@ -563,6 +563,42 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         try db.run("DELETE FROM key_slots WHERE vault = $1 AND id = $2", [name, .integer(id)]) > 0
     }
 
+    // MARK: TPM PIN slots
+
+    package func pinSlots() throws(VaultError) -> [PINSlotRow] {
+        try db.rows("""
+            SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, pcr_mask, sealed_key, wrapped_master_key
+            FROM pin_slots WHERE vault = $1 ORDER BY id
+            """, [name]).map { (row) throws(VaultError) in
+            guard let id = row[0].integer, let algorithm = row[1].integer, let ops = row[2].integer, let mem = row[3].integer,
+                  let salt = row[4].bytes, let mask = row[5].integer, let pcrMask = UInt32(exactly: mask),
+                  let sealed = row[6].bytes, let wrapped = row[7].bytes else {
+                throw .integrityFailure("TPM PIN slot (malformed row)")
+            }
+            var parameters = KDFParameters(opsLimit: UInt64(bitPattern: ops), memLimit: UInt64(bitPattern: mem))
+            parameters.algorithm = algorithm
+            return PINSlotRow(id: id, parameters: parameters, salt: salt, pcrMask: pcrMask, sealedKey: sealed, wrappedMasterKey: wrapped)
+        }
+    }
+
+    package func upsertPINSlot(_ slot: PINSlotRow) throws(VaultError) {
+        try db.run("""
+            INSERT INTO pin_slots (vault, id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, pcr_mask, sealed_key, wrapped_master_key)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (vault, id) DO UPDATE SET kdf_algorithm = excluded.kdf_algorithm, kdf_opslimit = excluded.kdf_opslimit,
+                kdf_memlimit = excluded.kdf_memlimit, salt = excluded.salt, pcr_mask = excluded.pcr_mask,
+                sealed_key = excluded.sealed_key, wrapped_master_key = excluded.wrapped_master_key
+            """, [
+            name, .integer(slot.id), .integer(slot.parameters.algorithm), .integer(Int64(bitPattern: slot.parameters.opsLimit)),
+            .integer(Int64(bitPattern: slot.parameters.memLimit)), .bytes(slot.salt), .integer(Int64(slot.pcrMask)),
+            .bytes(slot.sealedKey), .bytes(slot.wrappedMasterKey),
+        ])
+    }
+
+    package func deletePINSlot(id: Int64) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM pin_slots WHERE vault = $1 AND id = $2", [name, .integer(id)]) > 0
+    }
+
     // MARK: member slots
 
     package func memberSlots() throws(VaultError) -> [MemberSlotRow] {

@@ -36,6 +36,7 @@ enum SQLiteSchema {
         \(memberSlotsTable)
         \(generationColumns)
         \(contentBlocksTable)
+        \(pinSlotsTable)
         """
 
     /// Format 9: the blocks of large items' contents, one row each, keyed by node and index. A
@@ -90,9 +91,10 @@ enum SQLiteSchema {
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
     /// the table of attributes; version 4 the access rules and the access log; version 5 none
     /// (item properties are rows of the attributes table); version 6 the members' key slots;
-    /// version 8 the generation's columns; version 9 the content blocks.
+    /// version 8 the generation's columns; version 9 the content blocks; version 10 the TPM PIN slots.
     static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable, 6: memberSlotsTable,
-                                            8: generationColumns, 9: contentBlocksTable]
+                                            8: generationColumns, 9: contentBlocksTable,
+                                            10: pinSlotsTable]
 
     /// Format 8: the generation every write raises, the MAC over the member slots and the MAC
     /// that binds both with the header's and the rules' (`VaultState`); NULL until the upgrade.
@@ -100,6 +102,21 @@ enum SQLiteSchema {
         ALTER TABLE vault ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE vault ADD COLUMN members_mac BLOB;
         ALTER TABLE vault ADD COLUMN state_mac BLOB;
+        """
+
+    /// TPM PIN slots (format 10): the master key wrapped under a key from the PIN and a key the
+    /// TPM sealed to it (`PINSlotRow`); the PCRs one bit each.
+    static let pinSlotsTable = """
+        CREATE TABLE pin_slots (
+            id                 INTEGER PRIMARY KEY,
+            kdf_algorithm      INTEGER NOT NULL,
+            kdf_opslimit       INTEGER NOT NULL,
+            kdf_memlimit       INTEGER NOT NULL,
+            salt               BLOB    NOT NULL,
+            pcr_mask           INTEGER NOT NULL,
+            sealed_key         BLOB    NOT NULL,
+            wrapped_master_key BLOB    NOT NULL
+        );
         """
 
     /// Members' key slots (format 6): the master key sealed to each member's public key.

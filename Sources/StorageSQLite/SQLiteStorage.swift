@@ -336,6 +336,39 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try db.run("DELETE FROM key_slots WHERE id = ?", [.integer(id)]) > 0
     }
 
+    // MARK: TPM PIN slots
+
+    package func pinSlots() throws(VaultError) -> [PINSlotRow] {
+        var slots: [PINSlotRow] = []
+        try db.query("SELECT id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, pcr_mask, sealed_key, wrapped_master_key FROM pin_slots ORDER BY id") {
+            (row) throws(VaultError) in
+            guard let id = row[0].integer, let algorithm = row[1].integer, let ops = row[2].integer, let mem = row[3].integer,
+                  let salt = row[4].blob, let mask = row[5].integer, let pcrMask = UInt32(exactly: mask),
+                  let sealed = row[6].blob, let wrapped = row[7].blob else {
+                throw .integrityFailure("TPM PIN slot (malformed row)")
+            }
+            var parameters = KDFParameters(opsLimit: UInt64(bitPattern: ops), memLimit: UInt64(bitPattern: mem))
+            parameters.algorithm = algorithm
+            slots.append(PINSlotRow(id: id, parameters: parameters, salt: salt, pcrMask: pcrMask, sealedKey: sealed, wrappedMasterKey: wrapped))
+        }
+        return slots
+    }
+
+    package func upsertPINSlot(_ slot: PINSlotRow) throws(VaultError) {
+        try db.run("""
+            INSERT OR REPLACE INTO pin_slots (id, kdf_algorithm, kdf_opslimit, kdf_memlimit, salt, pcr_mask, sealed_key, wrapped_master_key)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [
+            .integer(slot.id), .integer(slot.parameters.algorithm), .integer(Int64(bitPattern: slot.parameters.opsLimit)),
+            .integer(Int64(bitPattern: slot.parameters.memLimit)), .blob(slot.salt), .integer(Int64(slot.pcrMask)),
+            .blob(slot.sealedKey), .blob(slot.wrappedMasterKey),
+        ])
+    }
+
+    package func deletePINSlot(id: Int64) throws(VaultError) -> Bool {
+        try db.run("DELETE FROM pin_slots WHERE id = ?", [.integer(id)]) > 0
+    }
+
     // MARK: member slots
 
     package func memberSlots() throws(VaultError) -> [MemberSlotRow] {

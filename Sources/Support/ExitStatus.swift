@@ -19,6 +19,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
     case otherDevice = 13
     case serviceUnavailable = 14
     case rolledBack = 15
+    case pinSlotRefused = 16
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -26,7 +27,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         switch self {
         case .success: "success"
         case .failure: "other failure"
-        case .wrongPassphrase: "wrong passphrase, or a member key that is not a member of the vault"
+        case .wrongPassphrase: "wrong passphrase or TPM PIN, or a member key that is not a member of the vault"
         case .integrityFailure: "integrity failure: a record failed authentication (damage or tampering)"
         case .notFound: "no such item, dictionary, attribute, access rule or member; `find` matched nothing; nobody owns org.freedesktop.secrets (`secret-service --status`)"
         case .alreadyExists: "already exists (including `init` on an existing file)"
@@ -40,6 +41,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .otherDevice: "a this-device-only item sealed with another machine's host key (or damaged)"
         case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace, `secret-service --status`)"
         case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back), or this machine's record of it is older than its TPM counter; --accept-rollback opens it"
+        case .pinSlotRefused: "the TPM PIN slot cannot open the vault here: the TPM's lockout after too many wrong PINs, PCRs that changed (a firmware or Secure Boot update), another machine's TPM or none, or no PIN slot; the passphrase opens it"
         case .usage: "usage error"
         }
     }
@@ -59,7 +61,8 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
 
     package static func code(for error: VaultError) -> ExitStatus {
         switch error {
-        case .wrongPassphrase, .notAMember: .wrongPassphrase
+        case .wrongPassphrase, .notAMember, .wrongPIN: .wrongPassphrase
+        case .pinSlotRefused: .pinSlotRefused
         case .integrityFailure: .integrityFailure
         case .notFound: .notFound
         case .alreadyExists, .vaultExists: .alreadyExists

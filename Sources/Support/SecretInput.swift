@@ -61,16 +61,7 @@ package enum SecretInput {
     package static func passphrase(file: String?, command: String?, prompt: String, confirm: Bool) throws(VaultError) -> SecureBuffer {
         var passphrase = try SecureBuffer(capacity: 256)
         if let file {
-            let fd: Int32
-            do {
-                fd = file == "-" ? 0 : try SystemCall.retrying { open(file, O_RDONLY | O_CLOEXEC) }
-            } catch {
-                throw .invalidArgument("cannot open passphrase file \(file): \(error)")
-            }
-            defer { if fd != 0 { close(fd) } }
-            guard try read(fd, into: &passphrase, limit: maximumPassphraseBytes) == .complete else {
-                throw .invalidArgument("the passphrase file is longer than \(maximumPassphraseBytes) bytes")
-            }
+            try read(file, naming: "passphrase", into: &passphrase)
         } else if let command {
             try readFromCommand(command, into: &passphrase)
         } else {
@@ -83,6 +74,39 @@ package enum SecretInput {
         dropTrailingNewline(&passphrase)
         guard passphrase.count > 0 else { throw .invalidArgument("the passphrase is empty") }
         return passphrase
+    }
+
+    /// A TPM PIN from `file` (`--pin-file`, '-' for standard input) or the terminal, there
+    /// asked twice with `confirm` (a new PIN). One trailing newline is dropped.
+    package static func pin(file: String?, prompt: String = "TPM PIN: ", confirm: Bool) throws(VaultError) -> SecureBuffer {
+        var pin = try SecureBuffer(capacity: 256)
+        if let file {
+            try read(file, naming: "PIN", into: &pin)
+        } else {
+            let noTerminal = "no PIN: not on a terminal; use --pin-file FILE"
+            pin = try readFromTerminal(prompt: prompt, noTerminal: noTerminal)
+            if confirm {
+                let again = try readFromTerminal(prompt: "Repeat the PIN: ", noTerminal: noTerminal)
+                guard pin.hasSameBytes(as: again) else { throw .invalidArgument("the PINs do not match") }
+            }
+        }
+        dropTrailingNewline(&pin)
+        guard pin.count > 0 else { throw .invalidArgument("the PIN is empty") }
+        return pin
+    }
+
+    /// The whole of `file` ('-': standard input), the `what` of its error messages.
+    private static func read(_ file: String, naming what: String, into buffer: inout SecureBuffer) throws(VaultError) {
+        let fd: Int32
+        do {
+            fd = file == "-" ? 0 : try SystemCall.retrying { open(file, O_RDONLY | O_CLOEXEC) }
+        } catch {
+            throw .invalidArgument("cannot open \(what) file \(file): \(error)")
+        }
+        defer { if fd != 0 { close(fd) } }
+        guard try read(fd, into: &buffer, limit: maximumPassphraseBytes) == .complete else {
+            throw .invalidArgument("the \(what) file is longer than \(maximumPassphraseBytes) bytes")
+        }
     }
 
     /// `--extpass`: the standard output of `sh -c COMMAND`, as gocryptfs and ssh-askpass do.
@@ -137,11 +161,11 @@ package enum SecretInput {
     }
 
     /// A line from /dev/tty with echo off.
-    private static func readFromTerminal(prompt: String) throws(VaultError) -> SecureBuffer {
+    private static func readFromTerminal(
+        prompt: String, noTerminal: String = "no passphrase: not on a terminal; use --passphrase-file FILE or --extpass COMMAND"
+    ) throws(VaultError) -> SecureBuffer {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
-            throw .invalidArgument("no passphrase: not on a terminal; use --passphrase-file FILE or --extpass COMMAND")
-        }
+        guard tty >= 0 else { throw .invalidArgument(noTerminal) }
         defer { close(tty) }
         var saved = termios()
         let haveTermios = tcgetattr(tty, &saved) == 0

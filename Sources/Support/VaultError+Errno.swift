@@ -6,6 +6,7 @@ extension VaultError {
     package var errno: Int32 {
         switch self {
         case .wrongPassphrase, .notAMember, .locked, .accessDenied: return EACCES
+        case .wrongPIN, .pinSlotRefused: return EACCES
         case .integrityFailure: return EIO
         case .notFound: return ENOENT
         case .alreadyExists: return EEXIST

@@ -53,6 +53,7 @@ extension Vault {
     public func addMember(name: String, publicKey: MemberPublicKey) throws(VaultError) {
         let nameBytes = try Vault.checkedMemberName(name)
         try writing { (store) throws(VaultError) in
+            try refusePINSlotForMembers(store.storage)
             let (items, defaults) = try store.thisDeviceOnlyCounts()
             guard items == 0 && defaults == 0 else {
                 throw .thisDeviceOnlyInTeamVault("the vault holds \(items) this-device-only item(s) and \(defaults) dictionary "

@@ -144,7 +144,7 @@ public final class Vault: Sendable {
     }
 
     /// The records every new vault starts with, and `slots` its ways in, in one transaction.
-    private static func create(at path: String, vaultID: [UInt8], cipher: RecordCipher, itemSizeLimit: Int, slotID: Int64,
+    static func create(at path: String, vaultID: [UInt8], cipher: RecordCipher, itemSizeLimit: Int, slotID: Int64,
                                slots: (any VaultStorage) throws(VaultError) -> Void) throws(VaultError) -> Vault {
         let headerMAC = cipher.headerMAC(itemSizeLimit: itemSizeLimit, oldestFormat: VaultFormat.version)
         let storage = try VaultLocation.createStorage(at: path) { (storage) throws(VaultError) in
@@ -241,10 +241,15 @@ public final class Vault: Sendable {
 
     /// The slot id a vault opened by a member holds: no passphrase slot (`changePassphrase` refuses).
     static let memberSlotID: Int64 = 0
+    /// The slot id a vault opened with its TPM PIN holds: not a passphrase slot (`changePassphrase` refuses).
+    static let pinSlotOpenedID: Int64 = -1
+
+    /// Whether a member key opened this vault (its unlocks take that key's passphrase).
+    var opensWithMemberKey: Bool { state.withLock { $0.memberKeyPath != nil } }
 
     /// The rest of opening, once a slot gave the master key: the header is checked with it,
     /// then the vault is upgraded if it is older.
-    private static func opened(_ storage: sending any VaultStorage, at path: String, version: Int, vaultID: [UInt8], itemSizeLimit: Int,
+    static func opened(_ storage: sending any VaultStorage, at path: String, version: Int, vaultID: [UInt8], itemSizeLimit: Int,
                                storedMAC: [UInt8], master: consuming SecureBuffer, slotID: Int64,
                                acceptingRollback: Bool) throws(VaultError) -> Vault {
         let cipher = try RecordCipher(vaultID: vaultID, master: master)
@@ -319,7 +324,7 @@ public final class Vault: Sendable {
         return (storage, try checkedVersion(of: storage, at: path))
     }
 
-    private static func checkedVersion(of storage: any VaultStorage, at path: String) throws(VaultError) -> Int {
+    static func checkedVersion(of storage: any VaultStorage, at path: String) throws(VaultError) -> Int {
         let version = try storage.formatVersion()
         guard version <= VaultFormat.version else {
             throw .unknownFormatVersion(found: version, supported: VaultFormat.version)
@@ -328,7 +333,7 @@ public final class Vault: Sendable {
         return version
     }
 
-    private static func readHeader(_ storage: any VaultStorage) throws(VaultError) -> ([UInt8], Int, [UInt8]) {
+    static func readHeader(_ storage: any VaultStorage) throws(VaultError) -> ([UInt8], Int, [UInt8]) {
         guard let header = try storage.header(), header.vaultID.count == VaultFormat.vaultIDBytes,
               header.itemSizeLimit > 0, header.itemSizeLimit <= maximumItemSizeLimit else {
             throw .integrityFailure("vault header")
@@ -356,6 +361,9 @@ public final class Vault: Sendable {
             let slotID = state.slotID
             guard slotID != Vault.memberSlotID else {
                 throw .invalidArgument("the vault was opened with a member key, which has no passphrase slot to change")
+            }
+            guard slotID != Vault.pinSlotOpenedID else {
+                throw .invalidArgument("the vault was opened with its TPM PIN: open it with the passphrase to change the passphrase")
             }
             let storage = state.storage
             var parameters = kdf
@@ -419,6 +427,11 @@ public final class Vault: Sendable {
         } else {
             try Vault.open(at: path, passphrase: passphrase)
         }
+        try adoptKeys(of: reopened)
+    }
+
+    /// Takes the keys of `reopened`, this vault opened again (by `unlock`): an unlock.
+    func adoptKeys(of reopened: Vault) throws(VaultError) {
         // What `openLocked` read before any key could check it.
         guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
         let opened = reopened.state.withLock { (s) in (s.cipher, s.slotID, s.member, s.verifiedHeaderMAC, s.logSealer) }

@@ -3,6 +3,10 @@ extension VaultError: CustomStringConvertible {
         switch self {
         case .wrongPassphrase:
             return "wrong passphrase"
+        case .wrongPIN:
+            return "wrong PIN (the TPM counts each wrong PIN toward its lockout; the passphrase opens the vault whatever the TPM says)"
+        case .pinSlotRefused(let refusal):
+            return refusal.description
         case .notAMember(let publicKey):
             return "member key \(publicKey) is not a member of this vault (`keychainfs member add` by a member adds it)"
         case .integrityFailure(let what):

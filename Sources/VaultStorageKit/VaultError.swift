@@ -4,6 +4,10 @@
 /// (`VaultError+Description.swift`), which name VaultCore's files and commands.
 public enum VaultError: Error, Equatable, Sendable {
     case wrongPassphrase
+    /// The TPM refused the PIN offered to the vault's PIN slot, and counted it toward its lockout.
+    case wrongPIN
+    /// The vault's TPM PIN slot cannot open it on this machine now, whatever the PIN (says why).
+    case pinSlotRefused(PINSlotRefusal)
     /// The member key offered opens no key slot of the vault (names the public key).
     case notAMember(String)
     /// A record failed authentication or disagrees with its place; names the path or record.

@@ -24,7 +24,9 @@ package enum VaultFormat {
     ///    write stores the blocks it changed and an open reads the blocks it needs. Smaller items
     ///    are stored whole as before; format 8 records of larger ones still read, and take blocks
     ///    at their next write. Format 8 code would take a map for damage.
-    package static let version = 9
+    /// 10: a table of TPM PIN slots (`PINSlotRow`): format 8 code would not know the vault opens
+    ///    with one, nor refuse members beside it.
+    package static let version = 10
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     package static let oldestSealedVersion = 4
@@ -43,6 +45,8 @@ package enum VaultFormat {
     /// A content block's plaintext: with the AEAD's nonce and tag and SQLite's row header it
     /// still fits one 4 KiB page, and its locked copy one pooled slot (`SecureMemory`).
     package static let contentBlockBytes = 4000
+    /// The first version with TPM PIN slots.
+    package static let oldestWithPINSlots = 10
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     package static let applicationID: Int32 = 0x4B43_4653
 

@@ -108,6 +108,15 @@ package protocol VaultStorage: AnyObject, Sendable {
     @discardableResult
     func deleteKeySlot(id: Int64) throws(VaultError) -> Bool
 
+    // MARK: TPM PIN slots (format 10 on)
+
+    /// Every PIN slot, by id.
+    func pinSlots() throws(VaultError) -> [PINSlotRow]
+    func upsertPINSlot(_ slot: PINSlotRow) throws(VaultError)
+    /// Whether there was such a slot.
+    @discardableResult
+    func deletePINSlot(id: Int64) throws(VaultError) -> Bool
+
     // MARK: member slots (format 6 on)
 
     /// Every member slot, by name.
@@ -151,7 +160,7 @@ package protocol VaultStorage: AnyObject, Sendable {
     /// Deletes `id` and every node below it, with their content blocks.
     func deleteSubtree(_ id: NodeID) throws(VaultError)
 
-    // MARK: content blocks (format 9 on)
+    // MARK: content blocks (format 10 on)
 
     /// The stored blocks of `id` with an index in `range`, by index (a hole has no row).
     func contentBlocks(of id: NodeID, in range: Range<Int>) throws(VaultError) -> [ContentBlockRow]

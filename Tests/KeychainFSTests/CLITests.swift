@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 @testable import Support
 import Testing
+import VaultStorageKit
 
 @Suite(.tags(.slow)) struct CLITests {
     @Test func theReadmeRoundTrip() throws {
@@ -138,11 +139,11 @@ import Testing
         let f = try CLIFixture()
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
-        #expect(sqlite3_exec(db, "PRAGMA user_version = 10", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = \(VaultFormat.version + 1)", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let result = try f.cli(["get", "x"])
         #expect(result.exitStatus == .unusableVault)
-        #expect(result.stderr.contains("vault format version 10 is newer than this keychainfs supports (9)"))
+        #expect(result.stderr.contains("vault format version \(VaultFormat.version + 1) is newer than this keychainfs supports (\(VaultFormat.version))"))
     }
 
     @Test func verifyNamesTheDamagedPath() throws {

@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import Glibc
 import Testing
+import VaultStorageKit
 
 /// A daemon in the foreground (`-f`), as systemd runs it: our child, so its exit status is ours to see.
 final class ForegroundDaemon {
@@ -185,7 +186,7 @@ final class ForegroundDaemon {
         }
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
-        #expect(sqlite3_exec(db, "PRAGMA user_version = 10", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = \(VaultFormat.version + 1)", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let newer = try mount(f.vault)
         #expect(newer.exitStatus == .unusableVault)

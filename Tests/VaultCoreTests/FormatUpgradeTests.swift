@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 9
+let currentFormat: Int64 = 10
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -500,10 +500,12 @@ private final class TinyFilesystem {
         #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).accessPolicy() }
     }
 
-    /// 8 -> 9: the storage adds the table of content blocks; no record changes. The large item
-    /// a format 8 vault stored whole still reads, and takes blocks when next written; the
-    /// number set back to 8 is refused, as the header's MAC binds 9.
-    @Test func aVersion8VaultsLargeItemReadsAndTakesBlocksWhenWritten() throws {
+    /// 8 -> 10: the storage adds the tables of content blocks (9) and of TPM PIN slots (10); no
+    /// record changes. The large item a format 8 vault stored whole still reads, and takes blocks
+    /// when next written; opened with a PIN, the vault says it has no PIN slot (status 16's
+    /// refusal), not that the PIN is wrong; the number set back to 8 is refused, as the header's
+    /// MAC binds 10.
+    @Test func aVersion8VaultsLargeItemReadsAndTakesBlocksAndItGetsPINSlots() throws {
         let scratch = Scratch()
         try copyFixture(to: scratch.vaultPath, version: 8)
         #expect(formatVersion(scratch.vaultPath) == 8)
@@ -522,6 +524,10 @@ private final class TinyFilesystem {
         #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM content_blocks") == 3)
         #expect(try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).read(path("app/big")).testBytes == big.reversed())
         #expect(try vault.verify().isEmpty)
+        #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM pin_slots") == 0)
+        #expect(try vault.read(path("mail/work/password")).testBytes == Array("pw8".utf8))
+        #expect(try vault.pinSlotPCRs() == nil)
+        #expect(throws: VaultError.pinSlotRefused(.noSlot)) { try Vault.open(at: scratch.vaultPath, pin: try fixturePassphrase()) }
 
         withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 8") }
         #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()) }

@@ -158,6 +158,7 @@ commit_us = {}  # "FULL"/"NORMAL" -> µs of one SQLite WAL commit with and witho
 lookups = {}  # (call, system) -> [seconds of args.lookups calls]
 churn = {}  # system -> (bytes at the largest, bytes after rm -rf, largest WAL seen) for the mixed work
 unavailable = {}  # system -> why it could not be measured
+pin_mounts = {}  # "passphrase"/"pin" -> [seconds of a mount of one `moderate` vault with a TPM PIN slot, by that slot]
 
 
 def record(workload, system, seconds):
@@ -342,6 +343,44 @@ def mount_times_and_vault_sizes(kfs):
                 kfs_mount(os.path.join(work, "bench.vault"), kfs)
 
     vault_sizes()
+
+
+def tpm_pin_mount_times():
+    # The mount of one vault (`moderate`) by its TPM PIN slot against its passphrase slot, a
+    # software TPM (swtpm) of the bench's own: the same Argon2id either way, the TPM's part
+    # (storage root key derived again, salted session, unseal) on top for the PIN.
+    if shutil.which("swtpm") is None:
+        unavailable["tpm"] = "no swtpm"
+        return
+    state = os.path.join(work, "swtpm")
+    os.makedirs(state)
+    port = 23000 + os.getpid() % 20000
+    tpm = subprocess.Popen(["swtpm", "socket", "--tpm2", "--tpmstate", "dir=" + state, "--server", "type=tcp,port=%d,bindaddr=127.0.0.1" % port,
+                            "--ctrl", "type=tcp,port=%d,bindaddr=127.0.0.1" % (port + 1), "--flags", "not-need-init,startup-clear"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = dict(os.environ, KEYCHAINFS_TCTI="swtpm:host=127.0.0.1,port=%d" % port, XDG_STATE_HOME=os.path.join(work, "pin-state"),
+                   KEYCHAINFS_HOST_KEY="")
+        pin = os.path.join(work, "pin")
+        open(pin, "w").write("4711\n")
+        vault = os.path.join(work, "pin.vault")
+        for _ in range(100):
+            if subprocess.run([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--tpm-pin", "--pin-file", pin, "--kdf", "moderate"],
+                              env=env, capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)  # swtpm not listening yet: init refused before writing anything
+        mp = os.path.join(work, "m-pin")
+        os.makedirs(mp, exist_ok=True)
+        for run in range(args.runs):
+            for label, option in [("passphrase", ["--passphrase-file", PW]), ("pin", ["--pin-file", pin])]:
+                start = time.perf_counter()
+                sh([KFS, "mount", "--vault", vault, *option, mp], env=env)
+                mounted.append(mp)
+                pin_mounts.setdefault(label, []).append(time.perf_counter() - start)
+                kfs_unmount(mp)
+    finally:
+        tpm.terminate()
+        tpm.wait()
 
 
 def vault_sizes():
@@ -746,6 +785,7 @@ try:
             two_mounts = postgres_two_mounts(postgres_socket)
         if not args.workloads_only:  # a quick look while working on the filesystem
             mount_times_and_vault_sizes(kfs)
+            tpm_pin_mount_times()
     if not args.workloads_only and not args.vault_sizes_only:
         secret_service_lookups()
     if not args.secret_service_only and not args.vault_sizes_only:
@@ -809,6 +849,10 @@ if churn:
                   name, mib(big), mib(after), ", its WAL %.1f MiB at its largest" % mib(wal) if wal else "")
                   for name, (big, after, wal) in sorted(churn.items()))
               + ". A fresh KeychainFS vault takes about 0.05 MiB."]
+if pin_mounts:
+    by_passphrase, by_pin = statistics.median(pin_mounts["passphrase"]), statistics.median(pin_mounts["pin"])
+    lines += ["", "Mount of a vault (`moderate`) by its TPM PIN slot (swtpm): %.3f s; by its passphrase slot: %.3f s; PIN / passphrase: %.2f."
+              % (by_pin, by_passphrase, by_pin / by_passphrase)]
 if logging_cost:
     on, off = statistics.median(logging_cost["on"]), statistics.median(logging_cost["off"])
     lines += ["", "`cat all` with the access log on (the default): %.3f s; off (`--log-entries 0`): %.3f s; on / off: %.2f."

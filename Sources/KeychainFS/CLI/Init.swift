@@ -16,6 +16,20 @@ struct Init: ParsableCommand {
     @Option(help: "With --member or --member-key: your member name in the new vault (what `member remove` takes).")
     var name: String?
 
+    @Flag(name: .customLong("tpm-pin"),
+          help: "Also add a TPM PIN slot: a short PIN (asked twice, or --pin-file FILE) that opens the vault on this machine, its guessing stopped by the TPM's lockout; the passphrase stays the recovery.")
+    var tpmPIN = false
+
+    @OptionGroup var selection: PCRSelection
+
+    func validate() throws {
+        if vault.tpmPIN.asked { throw ValidationError("init takes --tpm-pin to add a TPM PIN slot (--pin opens a vault with one)") }
+        if !tpmPIN && (vault.tpmPIN.file != nil || selection.list != nil) {
+            throw ValidationError("--pin-file and --tpm-pcrs on init go with --tpm-pin")
+        }
+        if tpmPIN && vault.resolvedMemberKeyPath != nil { throw ValidationError("a vault with members takes no TPM PIN slot") }
+    }
+
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let path = vault.resolvedVaultPath
@@ -29,6 +43,16 @@ struct Init: ParsableCommand {
                 return
             }
             guard name == nil else { throw .invalidArgument("--name goes with --member (a vault made by a member)") }
+            if tpmPIN {
+                let pcrs = try selection.pcrs()
+                // Before any secret is asked: without a TPM there is nothing to seal with.
+                try Vault.checkTPMForPINSlot()
+                let passphrase = try vault.passphrase(prompt: "New passphrase (the recovery when the TPM refuses): ", confirm: true)
+                let pin = try vault.tpmPIN.pin(prompt: "New TPM PIN: ", confirm: true)
+                _ = try Vault.create(at: path, passphrase: passphrase, pin: pin, pcrs: pcrs, kdf: kdf.parameters, itemSizeLimit: itemSizeLimit)
+                Terminal.printInfo("created vault \(VaultLocation.displayName(path)), with a TPM PIN slot" + TPMPINAdd.binding(pcrs))
+                return
+            }
             let passphrase = try vault.passphrase(prompt: "New passphrase: ", confirm: true)
             _ = try Vault.create(at: path, passphrase: passphrase, kdf: kdf.parameters, itemSizeLimit: itemSizeLimit)
             Terminal.printInfo("created vault \(VaultLocation.displayName(path))")

@@ -39,7 +39,14 @@ struct Mount: ParsableCommand {
         if request.foreground { MountDaemon.serve(request, passphraseFD: nil, readyFD: nil) }
         try reportingFailures { () throws(CommandFailure) in
             try BackgroundLaunch.launch(request) { creating throws(VaultError) in
-                try SecretInput.passphrase(file: request.vault.passphraseFile, command: request.vault.passphraseCommand,
+                if request.vault.opensWithPIN {
+                    guard !creating else {
+                        throw .invalidArgument("\(request.vault.location): no vault here; a TPM PIN opens an existing vault "
+                            + "(`keychainfs init --tpm-pin` makes one)")
+                    }
+                    return try SecretInput.pin(file: request.vault.pinFile, confirm: false)
+                }
+                return try SecretInput.passphrase(file: request.vault.passphraseFile, command: request.vault.passphraseCommand,
                                            prompt: creating ? "New passphrase for \(request.vault.location): " : "Passphrase: ",
                                            confirm: creating)
             }

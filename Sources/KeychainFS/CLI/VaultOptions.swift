@@ -11,6 +11,8 @@ struct VaultOptions: ParsableArguments {
 
     @OptionGroup var secret: PassphraseOptions
 
+    @OptionGroup var tpmPIN: PINOptions
+
     @Flag(name: .customLong("member"), help: "Open the vault with your member key (the default member key file) instead of a vault passphrase; the passphrase options then give the member key's passphrase.")
     var asMember = false
 
@@ -27,6 +29,12 @@ struct VaultOptions: ParsableArguments {
     /// anything is opened or created: `--vault`, $KEYCHAINFS_VAULT, and through them mount(8)
     /// and the systemd units.
     func validate() throws {
+        if tpmPIN.opensWithPIN && resolvedMemberKeyPath != nil {
+            throw ValidationError("--pin and --pin-file open a vault with its TPM PIN slot, --member with a member key: give one")
+        }
+        if tpmPIN.file == "-" && secret.passphraseFromStandardInput {
+            throw ValidationError("standard input cannot carry both the passphrase and the PIN")
+        }
         do throws(VaultLocation.Refusal) {
             _ = try VaultLocation(parsing: resolvedVaultPath)
         } catch {
@@ -62,6 +70,9 @@ struct VaultOptions: ParsableArguments {
             return try Vault.open(at: path, memberKeyAt: memberKeyPath, passphrase: try passphrase(prompt: "Member passphrase: "),
                                   acceptingRollback: acceptRollback)
         }
+        if tpmPIN.opensWithPIN {
+            return try Vault.open(at: path, pin: try tpmPIN.pin(), acceptingRollback: acceptRollback)
+        }
         let passphrase = try passphrase()
         return try Vault.open(at: path, passphrase: passphrase, acceptingRollback: acceptRollback)
     }
@@ -72,6 +83,7 @@ extension VaultOptions {
     /// member key, --accept-rollback): then it is opened directly, daemon or not.
     var opensVaultItself: Bool {
         secret.passphraseFile != nil || secret.passphraseCommand != nil || resolvedMemberKeyPath != nil || acceptRollback
+            || tpmPIN.opensWithPIN
     }
 
     /// The daemon of a running mount or secret-service of the vault, when one serves it and
@@ -92,6 +104,8 @@ extension VaultOptions {
         MountRequest.VaultSource(location: Mountpoint.absolute(resolvedVaultPath),
                                  passphraseFile: secret.passphraseFile.map { $0 == "-" ? $0 : MemberKeyOptions.absolute($0) },
                                  passphraseCommand: secret.passphraseCommand,
-                                 memberKeyPath: resolvedMemberKeyPath.map(MemberKeyOptions.absolute), acceptRollback: acceptRollback)
+                                 memberKeyPath: resolvedMemberKeyPath.map(MemberKeyOptions.absolute), acceptRollback: acceptRollback,
+                                 opensWithPIN: tpmPIN.opensWithPIN,
+                                 pinFile: tpmPIN.file.map { $0 == "-" ? $0 : MemberKeyOptions.absolute($0) })
     }
 }

@@ -33,6 +33,8 @@ final class RecordCipher: GenerationSealer {
         /// one purpose per class for the reason above (`RecordCipher+ContentBlocks`).
         case whenUnlockedBlock = 11, afterFirstUnlockBlock = 12, thisDeviceOnlyBlock = 13
         case whenUnlockedBlockMap = 14, afterFirstUnlockBlockMap = 15, thisDeviceOnlyBlockMap = 16
+        /// A TPM PIN slot's wrapped master key (format 10, `PINSlot`).
+        case pinSlot = 17
     }
 
     /// What an access log batch's plaintext names itself as (see `AccessLogBatch`).
@@ -120,6 +122,18 @@ final class RecordCipher: GenerationSealer {
         ad.appendLittleEndian(parameters.opsLimit)
         ad.appendLittleEndian(parameters.memLimit)
         return ad
+    }
+
+    /// A PIN slot's: as a passphrase slot's (no vault id, for the same reason), and the PCRs and
+    /// a BLAKE2b-256 of the TPM's sealed object, so a slot given other PCRs or another sealed key fails.
+    static func pinSlotAssociatedData(slotID: Int64, parameters: KDFParameters, pcrMask: UInt32, sealedKey: [UInt8]) -> [UInt8] {
+        var ad = associatedData(.pinSlot, vaultID: [], subject: slotID, binding: UInt64(bitPattern: parameters.algorithm))
+        ad.appendLittleEndian(parameters.opsLimit)
+        ad.appendLittleEndian(parameters.memLimit)
+        ad.appendLittleEndian(UInt64(pcrMask))
+        var digest = [UInt8](repeating: 0, count: 32)
+        crypto_generichash(&digest, 32, sealedKey, UInt64(sealedKey.count), nil, 0)
+        return ad + digest
     }
 
     // MARK: header

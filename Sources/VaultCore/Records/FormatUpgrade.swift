@@ -17,6 +17,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 7, run: upgradeTo7),
         FormatUpgrade(target: 8, run: upgradeTo8),
         FormatUpgrade(target: 9, run: upgradeTo9),
+        FormatUpgrade(target: 10, run: upgradeTo10),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -77,6 +78,12 @@ struct FormatUpgrade: Sendable {
     /// keeps format 8 code, which would take a block map for a damaged content, away.
     private static func upgradeTo9(_ store: NodeStore) throws(VaultError) {
         try sealFormatInHeader(store, as: 9)
+    }
+
+    /// 9 -> 10. The storage adds the (empty) table of TPM PIN slots; no record changes. The new
+    /// number keeps format 9 code, which would add members beside a PIN slot, from the vault.
+    private static func upgradeTo10(_ store: NodeStore) throws(VaultError) {
+        try sealFormatInHeader(store, as: 10)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.
