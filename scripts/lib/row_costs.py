@@ -1,0 +1,199 @@
+"""Where the time of each per-item row goes (issue 25 item 4), from one run: for gocryptfs,
+KeychainFS over /dev/fuse, KeychainFS over io_uring (where the kernel has it) and, for the
+create rows, a libfuse file system that does nothing (scripts/lib/nullfs.c, the floor), the µs
+per item, the FUSE requests per item the kernel sent (the fuse:fuse_request_send tracepoint of
+that mount's connection, by opcode), and the system calls, syncs (fsync, fdatasync) and
+pwrites per item of the file system's process (the syscall tracepoints of its threads).
+
+    python3 scripts/lib/row_costs.py KEYCHAINFS_BINARY [--items N]
+
+Needs root, tracefs (mounted at /sys/kernel/tracing if it is not), gocryptfs, gcc and
+libfuse3-dev. Traces go to a tracefs instance of the script's own, removed after; the fuse
+module's enable_uring is turned on for the io_uring mount and put back. Prints Markdown tables.
+The floor of `echo >` is nullfs's µs per item plus one WAL commit's fdatasync (a 4 KiB pwrite
+and fdatasync on the same disk, median of 200)."""
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("keychainfs")
+parser.add_argument("--items", type=int, default=2000)
+args = parser.parse_args()
+KFS, N = args.keychainfs, args.items
+HERE = os.path.dirname(os.path.abspath(__file__))
+work = tempfile.mkdtemp(prefix="keychainfs-rows.")
+PW = os.path.join(work, "pw")
+open(PW, "w").write("benchmark passphrase\n")
+TRACING = "/sys/kernel/tracing"
+INSTANCE = os.path.join(TRACING, "instances", "keychainfs-rows-%d" % os.getpid())
+ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"
+uring_before = None
+mounted, daemons = [], []
+
+
+def sh(command, **kw):
+    done = subprocess.run(command, shell=isinstance(command, str), capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        raise RuntimeError("%s: exit status %d: %s" % (command, done.returncode, done.stderr.strip()[-500:]))
+    return done
+
+
+def cleanup():
+    for mountpoint in reversed(mounted):
+        subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True)
+    for daemon in daemons:
+        daemon.wait(timeout=10)
+    if uring_before is not None:
+        open(ENABLE_URING, "w").write(uring_before)
+    if os.path.isdir(INSTANCE):
+        os.rmdir(INSTANCE)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+# The rows, as scripts/lib/bench.py times them (d: the row's directory).
+ROWS = [
+    ("create (echo >)", ["bash", "-c", 'd="$1"; mkdir "$d"; for i in $(seq 1 %d); do printf "%%063d\\n" $i > "$d/s$i"; done' % N, "-"]),
+    ("create, fsync each", ["python3", "-c", "import os,sys\nd=sys.argv[1]\nos.mkdir(d)\nfor i in range(1,%d):\n"
+                            " fd=os.open('%%s/s%%d'%%(d,i),os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o600)\n"
+                            " os.write(fd,b'%%063d\\n'%%i); os.fsync(fd); os.close(fd)\n" % (N + 1)]),
+    ("ls -lR", ["bash", "-c", 'ls -lR "$1" > /dev/null', "-"]),
+    ("rename", ["python3", "-c", "import os,sys\nd=sys.argv[1]\nfor i in range(1,%d): os.rename('%%s/s%%d'%%(d,i),'%%s/r%%d'%%(d,i))\n" % (N + 1)]),
+]
+# Each row's directory: ls -lR and rename work on what the `echo >` row made.
+ROW_DIRECTORY = {"create (echo >)": "e", "create, fsync each": "f", "ls -lR": "e", "rename": "e"}
+
+
+def connection(mountpoint):
+    device = os.stat(mountpoint).st_dev
+    return (os.major(device) << 20) | os.minor(device)  # the kernel's dev_t, as the tracepoint gives it
+
+
+def threads(pid):
+    return [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+
+
+def traced(mountpoint, pid, command):
+    """Runs command with the mount's FUSE requests and the process's system calls traced;
+    (seconds, {opcode: count}, {syscall name: count}, all system calls)."""
+    events = os.path.join(INSTANCE, "events")
+    write(os.path.join(INSTANCE, "trace"), "")
+    write(os.path.join(events, "fuse", "fuse_request_send", "filter"), "connection == %d" % connection(mountpoint))
+    by_thread = " || ".join("common_pid == %d" % t for t in threads(pid))
+    for name in ("raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync", "syscalls/sys_enter_pwrite64"):
+        write(os.path.join(events, name, "filter"), by_thread)
+        write(os.path.join(events, name, "enable"), "1")
+    write(os.path.join(events, "fuse", "fuse_request_send", "enable"), "1")
+    start = time.perf_counter()
+    sh(command)
+    seconds = time.perf_counter() - start
+    for name in ("fuse/fuse_request_send", "raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync",
+                 "syscalls/sys_enter_pwrite64"):
+        write(os.path.join(events, name, "enable"), "0")
+    opcodes, calls, syscalls = {}, {}, 0
+    with open(os.path.join(INSTANCE, "trace")) as trace:
+        for line in trace:
+            found = re.search(r"fuse_request_send: .*\((FUSE_\w+)\)", line)
+            if found:
+                opcodes[found.group(1)[5:]] = opcodes.get(found.group(1)[5:], 0) + 1
+                continue
+            if "sys_enter: NR" in line:
+                syscalls += 1
+                continue
+            found = re.search(r"(sys_fsync|sys_fdatasync|sys_pwrite64)\(", line)
+            if found:
+                calls[found.group(1)[4:]] = calls.get(found.group(1)[4:], 0) + 1
+    for cpu in os.listdir(os.path.join(INSTANCE, "per_cpu")):
+        if re.search(r"overrun: [1-9]", open(os.path.join(INSTANCE, "per_cpu", cpu, "stats")).read()):
+            raise RuntimeError("the trace buffer overran; raise buffer_size_kb")
+    return seconds, opcodes, calls, syscalls
+
+
+def fdatasync_us():
+    path = os.path.join(work, "wal")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    page, samples = b"\0" * 4096, []
+    for i in range(200):
+        os.pwrite(fd, page, i * 4096)
+        start = time.perf_counter()
+        os.fdatasync(fd)
+        samples.append(time.perf_counter() - start)
+    os.close(fd)
+    return statistics.median(samples) * 1e6
+
+
+def kfs_mount(name, extra=()):
+    vault, mountpoint = os.path.join(work, name + ".vault"), os.path.join(work, name)
+    os.makedirs(mountpoint)
+    sh([KFS, "init", "--vault", vault, "--passphrase-file", PW, "--kdf", "interactive"])
+    sh([KFS, "mount", "--vault", vault, "--passphrase-file", PW, *extra, mountpoint])
+    mounted.append(mountpoint)
+    status = json.loads(sh([KFS, "status", "--json", mountpoint]).stdout)
+    return mountpoint, int((status[0] if isinstance(status, list) else status)["pid"])
+
+
+def main():
+    global uring_before
+    if not os.path.isdir(os.path.join(TRACING, "events")):
+        sh(["mount", "-t", "tracefs", "nodev", TRACING])
+    os.mkdir(INSTANCE)
+    write(os.path.join(INSTANCE, "buffer_size_kb"), "65536")
+    systems = []
+    cipher, gocrypt = os.path.join(work, "gcipher"), os.path.join(work, "gocryptfs")
+    os.makedirs(cipher); os.makedirs(gocrypt)
+    sh(["gocryptfs", "-q", "-init", "-passfile", PW, cipher])
+    sh(["gocryptfs", "-q", "-passfile", PW, cipher, gocrypt])
+    mounted.append(gocrypt)
+    systems.append(("gocryptfs", gocrypt, int(sh(["pgrep", "-n", "-x", "gocryptfs"]).stdout.split()[0])))
+    systems.append(("KeychainFS /dev/fuse",) + kfs_mount("kfs", ["--transport", "dev-fuse"]))
+    if os.access(ENABLE_URING, os.W_OK):
+        uring_before = open(ENABLE_URING).read().strip()
+        write(ENABLE_URING, "Y")
+        systems.append(("KeychainFS io_uring",) + kfs_mount("kfs-uring", ["--transport", "io-uring"]))
+    nullfs = os.path.join(work, "nullfs-bin")
+    sh("gcc -O2 -o %s %s $(pkg-config --cflags --libs fuse3)" % (nullfs, os.path.join(HERE, "nullfs.c")))
+    floor = os.path.join(work, "floor")
+    os.makedirs(floor)
+    daemon = subprocess.Popen([nullfs, floor])
+    daemons.append(daemon)
+    mounted.append(floor)
+    for _ in range(500):
+        if os.path.ismount(floor): break
+        time.sleep(0.01)
+    results = {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
+    for row, command in ROWS:
+        for name, root, pid in systems + ([("nullfs (floor)", floor, daemon.pid)] if row.startswith("create (echo") else []):
+            d = os.path.join(root, ROW_DIRECTORY[row])
+            seconds, opcodes, calls, syscalls = traced(root, pid, command + [d])
+            results[(row, name)] = (seconds / N * 1e6, {k: v / N for k, v in opcodes.items()},
+                                    {k: v / N for k, v in calls.items()}, syscalls / N)
+    sync_us = fdatasync_us()
+    names = [s[0] for s in systems]
+    print("One run, %d items per row; µs per item (ratio to gocryptfs), FUSE requests the kernel sent per item, and the file "
+          "system process's system calls, syncs and pwrites per item. One WAL fdatasync (4 KiB) here: %.0f µs.\n" % (N, sync_us))
+    print("| row | " + " | ".join(names + ["floor (nullfs + 1 fdatasync)"]) + " |")
+    print("| --- |" + " ---: |" * (len(names) + 1))
+    for row, _ in ROWS:
+        go = results[(row, "gocryptfs")][0]
+        cells = ["%.0f (%.2fx)" % (results[(row, n)][0], results[(row, n)][0] / go) for n in names]
+        floor_cell = ""
+        if (row, "nullfs (floor)") in results:
+            value = results[(row, "nullfs (floor)")][0] + sync_us
+            floor_cell = "%.0f (%.0f + %.0f)" % (value, results[(row, "nullfs (floor)")][0], sync_us)
+        print("| %s | %s | %s |" % (row, " | ".join(cells), floor_cell))
+    print("\n| row | system | FUSE requests per item | system calls per item | fsync + fdatasync | pwrite64 |")
+    print("| --- | --- | --- | ---: | ---: | ---: |")
+    for (row, name), (us, opcodes, calls, syscalls) in results.items():
+        total = sum(opcodes.values())
+        detail = ", ".join("%s %.2g" % (k, v) for k, v in sorted(opcodes.items(), key=lambda kv: -kv[1]) if v >= 0.01)
+        print("| %s | %s | %.2f: %s | %.1f | %.2f | %.2f |" % (row, name, total, detail, syscalls,
+                                                             calls.get("fsync", 0) + calls.get("fdatasync", 0), calls.get("pwrite64", 0)))
+
+
+try:
+    main()
+finally:
+    cleanup()
