@@ -2,8 +2,9 @@
 KeychainFS over /dev/fuse, KeychainFS over io_uring (where the kernel has it) and, for the
 create rows, a libfuse file system that does nothing (scripts/lib/nullfs.c, the floor), the µs
 per item, the FUSE requests per item the kernel sent (the fuse:fuse_request_send tracepoint of
-that mount's connection, by opcode), and the system calls, syncs (fsync, fdatasync) and
-pwrites per item of the file system's process (the syscall tracepoints of its threads).
+that mount's connection, by opcode), the SQLite statements per item (uprobes on sqlite3_reset
+and sqlite3_exec), and the system calls, syncs (fsync, fdatasync) and pwrites per item of the
+file system's process (the syscall tracepoints of its threads).
 
     python3 scripts/lib/row_costs.py KEYCHAINFS_BINARY [--items N]
 
@@ -46,6 +47,8 @@ def cleanup():
         open(ENABLE_URING, "w").write(uring_before)
     if os.path.isdir(INSTANCE):
         os.rmdir(INSTANCE)
+    for symbol in uprobes:
+        append_uprobe("-:%s/%s" % (UPROBE_GROUP, symbol))
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -67,6 +70,51 @@ ROWS = [
 ROW_DIRECTORY = {"create (echo >)": "e", "create, fsync each": "f", "ls -lR": "e", "rename": "e"}
 
 
+# x86-64 numbers of the calls that matter here (raw_syscalls gives numbers only).
+SYSCALL_NAMES = {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 20: "writev", 74: "fsync", 75: "fdatasync",
+                 202: "futex", 35: "nanosleep", 32: "dup", 318: "getrandom", 102: "getuid", 104: "getgid", 232: "epoll_wait", 281: "epoll_pwait", 426: "io_uring_enter", 14: "rt_sigprocmask", 228: "clock_gettime",
+                 3: "close", 257: "openat", 5: "fstat", 262: "newfstatat", 8: "lseek", 24: "sched_yield", 23: "select", 270: "pselect6",
+                 271: "ppoll", 9: "mmap", 11: "munmap", 10: "mprotect", 149: "mlock", 150: "munlock", 28: "madvise", 72: "fcntl"}
+
+
+UPROBES = os.path.join(TRACING, "uprobe_events")
+UPROBE_GROUP = "kcfsrows%d" % os.getpid()
+uprobes = []  # names added to uprobe_events, removed by cleanup
+
+
+def append_uprobe(line):
+    # O_APPEND without Python's seek to the end (tracefs refuses it); never O_TRUNC, which
+    # would remove every uprobe on the machine.
+    fd = os.open(UPROBES, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def file_offset(library, symbol):
+    """Where symbol's code is in library's file (a uprobe takes a file offset)."""
+    address = next(int(line.split()[0], 16) for line in sh(["nm", "-D", "--defined-only", library]).stdout.splitlines()
+                   if line.split()[-1] == symbol)
+    for line in sh(["readelf", "-lW", library]).stdout.splitlines():
+        fields = line.split()
+        if fields[:1] == ["LOAD"]:
+            offset, virtual, size = int(fields[1], 16), int(fields[2], 16), int(fields[5], 16)
+            if virtual <= address < virtual + size:
+                return address - virtual + offset
+    raise RuntimeError("%s not in a loaded segment of %s" % (symbol, library))
+
+
+def add_statement_probes():
+    """Every SQLite statement the daemon runs ends in sqlite3_reset (StorageSQLite's query) or is
+    one sqlite3_exec: a uprobe on each, in the library the binary loads."""
+    library = os.path.realpath(next(line.split("=>")[1].split()[0] for line in sh(["ldd", KFS]).stdout.splitlines()
+                                    if "libsqlite3" in line))  # uprobe_events takes no symbolic link
+    for symbol in ("sqlite3_reset", "sqlite3_exec"):
+        append_uprobe("p:%s/%s %s:0x%x" % (UPROBE_GROUP, symbol, library, file_offset(library, symbol)))
+        uprobes.append(symbol)
+
+
 def connection(mountpoint):
     device = os.stat(mountpoint).st_dev
     return (os.major(device) << 20) | os.minor(device)  # the kernel's dev_t, as the tracepoint gives it
@@ -83,25 +131,33 @@ def traced(mountpoint, pid, command):
     write(os.path.join(INSTANCE, "trace"), "")
     write(os.path.join(events, "fuse", "fuse_request_send", "filter"), "connection == %d" % connection(mountpoint))
     by_thread = " || ".join("common_pid == %d" % t for t in threads(pid))
-    for name in ("raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync", "syscalls/sys_enter_pwrite64"):
+    per_thread = ["raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync", "syscalls/sys_enter_pwrite64"]
+    per_thread += ["%s/%s" % (UPROBE_GROUP, symbol) for symbol in uprobes]
+    for name in per_thread:
         write(os.path.join(events, name, "filter"), by_thread)
         write(os.path.join(events, name, "enable"), "1")
     write(os.path.join(events, "fuse", "fuse_request_send", "enable"), "1")
     start = time.perf_counter()
     sh(command)
     seconds = time.perf_counter() - start
-    for name in ("fuse/fuse_request_send", "raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync",
-                 "syscalls/sys_enter_pwrite64"):
+    for name in ["fuse/fuse_request_send"] + per_thread:
         write(os.path.join(events, name, "enable"), "0")
-    opcodes, calls, syscalls = {}, {}, 0
+    opcodes, calls, syscalls, by_number = {}, {}, 0, {}
     with open(os.path.join(INSTANCE, "trace")) as trace:
         for line in trace:
             found = re.search(r"fuse_request_send: .*\((FUSE_\w+)\)", line)
             if found:
                 opcodes[found.group(1)[5:]] = opcodes.get(found.group(1)[5:], 0) + 1
                 continue
-            if "sys_enter: NR" in line:
+            found = re.search(r"sys_enter: NR (\d+)", line)
+            if found:
                 syscalls += 1
+                number = int(found.group(1))
+                by_number[number] = by_number.get(number, 0) + 1
+                continue
+            found = re.search(r" (sqlite3_reset|sqlite3_exec): ", line)
+            if found:
+                calls["statements"] = calls.get("statements", 0) + 1
                 continue
             found = re.search(r"(sys_fsync|sys_fdatasync|sys_pwrite64)\(", line)
             if found:
@@ -109,7 +165,7 @@ def traced(mountpoint, pid, command):
     for cpu in os.listdir(os.path.join(INSTANCE, "per_cpu")):
         if re.search(r"overrun: [1-9]", open(os.path.join(INSTANCE, "per_cpu", cpu, "stats")).read()):
             raise RuntimeError("the trace buffer overran; raise buffer_size_kb")
-    return seconds, opcodes, calls, syscalls
+    return seconds, opcodes, calls, (syscalls, by_number)
 
 
 def fdatasync_us():
@@ -140,6 +196,7 @@ def main():
     if not os.path.isdir(os.path.join(TRACING, "events")):
         sh(["mount", "-t", "tracefs", "nodev", TRACING])
     os.mkdir(INSTANCE)
+    add_statement_probes()
     write(os.path.join(INSTANCE, "buffer_size_kb"), "65536")
     systems = []
     cipher, gocrypt = os.path.join(work, "gcipher"), os.path.join(work, "gocryptfs")
@@ -169,7 +226,7 @@ def main():
             d = os.path.join(root, ROW_DIRECTORY[row])
             seconds, opcodes, calls, syscalls = traced(root, pid, command + [d])
             results[(row, name)] = (seconds / N * 1e6, {k: v / N for k, v in opcodes.items()},
-                                    {k: v / N for k, v in calls.items()}, syscalls / N)
+                                    {k: v / N for k, v in calls.items()}, (syscalls[0] / N, {k: v / N for k, v in syscalls[1].items()}))
     sync_us = fdatasync_us()
     names = [s[0] for s in systems]
     print("One run, %d items per row; µs per item (ratio to gocryptfs), FUSE requests the kernel sent per item, and the file "
@@ -184,13 +241,15 @@ def main():
             value = results[(row, "nullfs (floor)")][0] + sync_us
             floor_cell = "%.0f (%.0f + %.0f)" % (value, results[(row, "nullfs (floor)")][0], sync_us)
         print("| %s | %s | %s |" % (row, " | ".join(cells), floor_cell))
-    print("\n| row | system | FUSE requests per item | system calls per item | fsync + fdatasync | pwrite64 |")
-    print("| --- | --- | --- | ---: | ---: | ---: |")
-    for (row, name), (us, opcodes, calls, syscalls) in results.items():
+    print("\n| row | system | FUSE requests per item | SQLite statements | system calls per item (the most frequent) | fsync + fdatasync | pwrite64 |")
+    print("| --- | --- | --- | ---: | --- | ---: | ---: |")
+    for (row, name), (us, opcodes, calls, (syscalls, by_number)) in results.items():
         total = sum(opcodes.values())
         detail = ", ".join("%s %.2g" % (k, v) for k, v in sorted(opcodes.items(), key=lambda kv: -kv[1]) if v >= 0.01)
-        print("| %s | %s | %.2f: %s | %.1f | %.2f | %.2f |" % (row, name, total, detail, syscalls,
-                                                             calls.get("fsync", 0) + calls.get("fdatasync", 0), calls.get("pwrite64", 0)))
+        frequent = ", ".join("%s %.3g" % (SYSCALL_NAMES.get(k, "NR %d" % k), v)
+                             for k, v in sorted(by_number.items(), key=lambda kv: -kv[1])[:4])
+        print("| %s | %s | %.2f: %s | %.1f | %.1f: %s | %.2f | %.2f |" % (row, name, total, detail, calls.get("statements", 0), syscalls, frequent,
+                                                                 calls.get("fsync", 0) + calls.get("fdatasync", 0), calls.get("pwrite64", 0)))
 
 
 try:
