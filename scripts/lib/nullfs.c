@@ -2,7 +2,8 @@
    nothing and answers every request of `mkdir d; echo > d/sN` at once, mounted with
    KeychainFS's options (default_permissions, noatime, max_read=16384, direct I/O, 0.5 s entry
    and attribute timeouts), so that what it costs is the kernel's round trips alone. One
-   directory (the last made) and files that read as 64 bytes; nothing is stored. */
+   directory (the last made; the ones before it are forgotten) and files that read as 64
+   bytes; nothing is stored. */
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
 #include <errno.h>
@@ -13,14 +14,15 @@
 #include <unistd.h>
 
 static char directory[256];
-static fuse_ino_t next_inode = 3;
+static fuse_ino_t directory_inode = 0;
+static fuse_ino_t next_inode = 2;
 
 static void attributes(fuse_ino_t inode, struct stat *st) {
     memset(st, 0, sizeof *st);
     st->st_ino = inode;
     st->st_uid = getuid();
     st->st_gid = getgid();
-    if (inode <= 2) {
+    if (inode == FUSE_ROOT_ID || inode == directory_inode) {
         st->st_mode = S_IFDIR | 0700;
         st->st_nlink = 2;
     } else {
@@ -46,7 +48,7 @@ static void reply_entry(fuse_req_t req, fuse_ino_t inode, struct fuse_file_info 
 }
 
 static void null_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    if (parent == FUSE_ROOT_ID && directory[0] && strcmp(name, directory) == 0) reply_entry(req, 2, NULL);
+    if (parent == FUSE_ROOT_ID && directory[0] && strcmp(name, directory) == 0) reply_entry(req, directory_inode, NULL);
     else fuse_reply_err(req, ENOENT);
 }
 
@@ -59,8 +61,10 @@ static void null_getattr(fuse_req_t req, fuse_ino_t inode, struct fuse_file_info
 
 static void null_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
     (void)parent; (void)mode;
+    /* A new inode each time: the kernel takes a directory seen under two names for an error. */
     snprintf(directory, sizeof directory, "%s", name);
-    reply_entry(req, 2, NULL);
+    directory_inode = next_inode++;
+    reply_entry(req, directory_inode, NULL);
 }
 
 static void null_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {

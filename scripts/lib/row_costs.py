@@ -70,13 +70,6 @@ ROWS = [
 ROW_DIRECTORY = {"create (echo >)": "e", "create, fsync each": "f", "ls -lR": "e", "rename": "e"}
 
 
-# x86-64 numbers of the calls that matter here (raw_syscalls gives numbers only).
-SYSCALL_NAMES = {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 20: "writev", 74: "fsync", 75: "fdatasync",
-                 202: "futex", 35: "nanosleep", 32: "dup", 318: "getrandom", 102: "getuid", 104: "getgid", 232: "epoll_wait", 281: "epoll_pwait", 426: "io_uring_enter", 14: "rt_sigprocmask", 228: "clock_gettime",
-                 3: "close", 257: "openat", 5: "fstat", 262: "newfstatat", 8: "lseek", 24: "sched_yield", 23: "select", 270: "pselect6",
-                 271: "ppoll", 9: "mmap", 11: "munmap", 10: "mprotect", 149: "mlock", 150: "munlock", 28: "madvise", 72: "fcntl"}
-
-
 UPROBES = os.path.join(TRACING, "uprobe_events")
 UPROBE_GROUP = "kcfsrows%d" % os.getpid()
 uprobes = []  # names added to uprobe_events, removed by cleanup
@@ -105,14 +98,43 @@ def file_offset(library, symbol):
     raise RuntimeError("%s not in a loaded segment of %s" % (symbol, library))
 
 
+def statement_text_offset(library):
+    """Where a statement keeps its SQL: sqlite3_sql(stmt) is `return stmt->zSql`, one load
+    from the statement at a fixed offset, read from its code (it differs between versions)."""
+    start = file_offset(library, "sqlite3_sql")
+    code = sh(["objdump", "-d", "--start-address=0x%x" % start, "--stop-address=0x%x" % (start + 32), library]).stdout
+    found = re.search(r"mov\s+0x([0-9a-f]+)\(%rdi\),%rax", code)
+    if not found:
+        raise RuntimeError("cannot find where sqlite3_sql reads the SQL in %s" % library)
+    return int(found.group(1), 16)
+
+
 def add_statement_probes():
     """Every SQLite statement the daemon runs ends in sqlite3_reset (StorageSQLite's query) or is
-    one sqlite3_exec: a uprobe on each, in the library the binary loads."""
+    one sqlite3_exec: a uprobe on each, in the library the binary loads, with the SQL (never a
+    value: those are bound apart). sqlite3_step also calls sqlite3_reset itself when it prepares
+    an expired statement again (PRAGMA synchronous each time), right before our own reset of it:
+    a statement seen twice in a row on one thread is counted once."""
     library = os.path.realpath(next(line.split("=>")[1].split()[0] for line in sh(["ldd", KFS]).stdout.splitlines()
                                     if "libsqlite3" in line))  # uprobe_events takes no symbolic link
-    for symbol in ("sqlite3_reset", "sqlite3_exec"):
-        append_uprobe("p:%s/%s %s:0x%x" % (UPROBE_GROUP, symbol, library, file_offset(library, symbol)))
-        uprobes.append(symbol)
+    append_uprobe("p:%s/sqlite3_reset %s:0x%x sql=+0(+0x%x(%%di)):string" % (UPROBE_GROUP, library, file_offset(library, "sqlite3_reset"),
+                                                                          statement_text_offset(library)))
+    uprobes.append("sqlite3_reset")
+    append_uprobe("p:%s/sqlite3_exec %s:0x%x sql=+0(%%si):string" % (UPROBE_GROUP, library, file_offset(library, "sqlite3_exec")))
+    uprobes.append("sqlite3_exec")
+
+
+def statement_kind(sql):
+    """`SELECT nodes WHERE id`, `UPDATE vault`, `PRAGMA data_version`, `COMMIT`: what a statement
+    does, without its columns."""
+    words = sql.split()
+    verb = words[0].upper() if words else "?"
+    if verb == "PRAGMA":
+        return sql.split("=")[0].split("(")[0].strip()
+    table = re.search(r"\b(?:FROM|UPDATE|INTO)\s+(\w+)", sql, re.I)
+    where = re.search(r"\bWHERE\s+(\w+)", sql, re.I)
+    kind = verb + (" " + table.group(1) if table else "")
+    return kind + (" WHERE " + where.group(1) if verb == "SELECT" and where else "")
 
 
 def connection(mountpoint):
@@ -125,47 +147,56 @@ def threads(pid):
 
 
 def traced(mountpoint, pid, command):
-    """Runs command with the mount's FUSE requests and the process's system calls traced;
-    (seconds, {opcode: count}, {syscall name: count}, all system calls)."""
+    """Runs command with the mount's FUSE requests and the process's SQLite statements traced
+    and its system calls counted: ({opcode: count}, {"statements", "by kind", "fsync",
+    "pwrite64"}, (system calls, {number: count})). Tracing slows each call down: the times come
+    from another pass, untraced."""
     events = os.path.join(INSTANCE, "events")
     write(os.path.join(INSTANCE, "trace"), "")
     write(os.path.join(events, "fuse", "fuse_request_send", "filter"), "connection == %d" % connection(mountpoint))
     by_thread = " || ".join("common_pid == %d" % t for t in threads(pid))
-    per_thread = ["raw_syscalls/sys_enter", "syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync", "syscalls/sys_enter_pwrite64"]
-    per_thread += ["%s/%s" % (UPROBE_GROUP, symbol) for symbol in uprobes]
-    for name in per_thread:
+    probes = ["%s/%s" % (UPROBE_GROUP, symbol) for symbol in uprobes]
+    for name in probes:
+        write(os.path.join(events, name, "filter"), by_thread)
+        write(os.path.join(events, name, "enable"), "1")
+    syncs = ["syscalls/sys_enter_fsync", "syscalls/sys_enter_fdatasync", "syscalls/sys_enter_pwrite64"]
+    for name in syncs:
         write(os.path.join(events, name, "filter"), by_thread)
         write(os.path.join(events, name, "enable"), "1")
     write(os.path.join(events, "fuse", "fuse_request_send", "enable"), "1")
-    start = time.perf_counter()
-    sh(command)
-    seconds = time.perf_counter() - start
-    for name in ["fuse/fuse_request_send"] + per_thread:
-        write(os.path.join(events, name, "enable"), "0")
-    opcodes, calls, syscalls, by_number = {}, {}, 0, {}
-    with open(os.path.join(INSTANCE, "trace")) as trace:
+    try:
+        sh(command)
+    finally:
+        for name in ["fuse/fuse_request_send"] + probes + syncs:
+            write(os.path.join(events, name, "enable"), "0")
+    calls = {"fsync": 0, "pwrite64": 0}
+    opcodes, statements, last_statement = {}, {}, {}
+    with open(os.path.join(INSTANCE, "trace"), errors="replace") as trace:
         for line in trace:
             found = re.search(r"fuse_request_send: .*\((FUSE_\w+)\)", line)
             if found:
                 opcodes[found.group(1)[5:]] = opcodes.get(found.group(1)[5:], 0) + 1
                 continue
-            found = re.search(r"sys_enter: NR (\d+)", line)
+            found = re.search(r"-(\d+)\s+\[.* (sqlite3_reset|sqlite3_exec): .*sql=\"(.*)\"\s*$", line)
             if found:
-                syscalls += 1
-                number = int(found.group(1))
-                by_number[number] = by_number.get(number, 0) + 1
-                continue
-            found = re.search(r" (sqlite3_reset|sqlite3_exec): ", line)
-            if found:
+                thread, sql = found.group(1), found.group(3)
+                if found.group(2) == "sqlite3_reset" and last_statement.get(thread) == sql:
+                    last_statement[thread] = None  # SQLite's own reset, then ours: one statement
+                    continue
+                last_statement[thread] = sql
                 calls["statements"] = calls.get("statements", 0) + 1
+                kind = statement_kind(sql)
+                statements[kind] = statements.get(kind, 0) + 1
                 continue
-            found = re.search(r"(sys_fsync|sys_fdatasync|sys_pwrite64)\(", line)
+            found = re.search(r"sys_(fsync|fdatasync|pwrite64)\(", line)
             if found:
-                calls[found.group(1)[4:]] = calls.get(found.group(1)[4:], 0) + 1
+                key = "pwrite64" if found.group(1) == "pwrite64" else "fsync"
+                calls[key] += 1
     for cpu in os.listdir(os.path.join(INSTANCE, "per_cpu")):
         if re.search(r"overrun: [1-9]", open(os.path.join(INSTANCE, "per_cpu", cpu, "stats")).read()):
             raise RuntimeError("the trace buffer overran; raise buffer_size_kb")
-    return seconds, opcodes, calls, (syscalls, by_number)
+    calls["by kind"] = statements
+    return opcodes, calls
 
 
 def fdatasync_us():
@@ -220,13 +251,20 @@ def main():
     for _ in range(500):
         if os.path.ismount(floor): break
         time.sleep(0.01)
-    results = {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
-    for row, command in ROWS:
-        for name, root, pid in systems + ([("nullfs (floor)", floor, daemon.pid)] if row.startswith("create (echo") else []):
-            d = os.path.join(root, ROW_DIRECTORY[row])
-            seconds, opcodes, calls, syscalls = traced(root, pid, command + [d])
-            results[(row, name)] = (seconds / N * 1e6, {k: v / N for k, v in opcodes.items()},
-                                    {k: v / N for k, v in calls.items()}, (syscalls[0] / N, {k: v / N for k, v in syscalls[1].items()}))
+    results, times = {}, {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
+    for traced_pass in (False, True):
+        for row, command in ROWS:
+            for name, root, pid in systems + ([("nullfs (floor)", floor, daemon.pid)] if row.startswith("create (echo") else []):
+                d = os.path.join(root, ROW_DIRECTORY[row] + ("-traced" if traced_pass else ""))
+                if not traced_pass:
+                    start = time.perf_counter()
+                    sh(command + [d])
+                    times[(row, name)] = time.perf_counter() - start
+                    continue
+                opcodes, calls = traced(root, pid, command + [d])
+                seconds = times[(row, name)]
+                results[(row, name)] = (seconds / N * 1e6, {k: v / N for k, v in opcodes.items()},
+                                        {k: (v / N if k != "by kind" else {a: b / N for a, b in v.items()}) for k, v in calls.items()})
     sync_us = fdatasync_us()
     names = [s[0] for s in systems]
     print("One run, %d items per row; µs per item (ratio to gocryptfs), FUSE requests the kernel sent per item, and the file "
@@ -241,15 +279,17 @@ def main():
             value = results[(row, "nullfs (floor)")][0] + sync_us
             floor_cell = "%.0f (%.0f + %.0f)" % (value, results[(row, "nullfs (floor)")][0], sync_us)
         print("| %s | %s | %s |" % (row, " | ".join(cells), floor_cell))
-    print("\n| row | system | FUSE requests per item | SQLite statements | system calls per item (the most frequent) | fsync + fdatasync | pwrite64 |")
-    print("| --- | --- | --- | ---: | --- | ---: | ---: |")
-    for (row, name), (us, opcodes, calls, (syscalls, by_number)) in results.items():
+    print("\n| row | system | FUSE requests per item | SQLite statements per item | fsync + fdatasync | pwrite64 |")
+    print("| --- | --- | --- | --- | ---: | ---: |")
+    for (row, name), (us, opcodes, calls) in results.items():
         total = sum(opcodes.values())
         detail = ", ".join("%s %.2g" % (k, v) for k, v in sorted(opcodes.items(), key=lambda kv: -kv[1]) if v >= 0.01)
-        frequent = ", ".join("%s %.3g" % (SYSCALL_NAMES.get(k, "NR %d" % k), v)
-                             for k, v in sorted(by_number.items(), key=lambda kv: -kv[1])[:4])
-        print("| %s | %s | %.2f: %s | %.1f | %.1f: %s | %.2f | %.2f |" % (row, name, total, detail, calls.get("statements", 0), syscalls, frequent,
-                                                                 calls.get("fsync", 0) + calls.get("fdatasync", 0), calls.get("pwrite64", 0)))
+        kinds = calls.get("by kind", {})
+        statement_cell = "%.1f" % calls.get("statements", 0)
+        if kinds:
+            statement_cell += ": " + ", ".join("%s %.2g" % (k, v) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if v >= 0.05)
+        print("| %s | %s | %.2f: %s | %s | %.2f | %.2f |" % (row, name, total, detail, statement_cell, calls.get("fsync", 0),
+                                                           calls.get("pwrite64", 0)))
 
 
 try:
