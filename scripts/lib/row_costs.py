@@ -3,8 +3,9 @@ KeychainFS over /dev/fuse, KeychainFS over io_uring (where the kernel has it) an
 create rows, a libfuse file system that does nothing (scripts/lib/nullfs.c, the floor), the µs
 per item, the FUSE requests per item the kernel sent (the fuse:fuse_request_send tracepoint of
 that mount's connection, by opcode), the SQLite statements per item (uprobes on sqlite3_reset
-and sqlite3_exec), and the system calls, syncs (fsync, fdatasync) and pwrites per item of the
-file system's process (the syscall tracepoints of its threads).
+and sqlite3_exec), and the syncs (fsync, fdatasync) and pwrites per item of the file
+system's process (the syscall tracepoints of its threads). Times come from a first, untraced
+pass; counts from a second, traced one.
 
     python3 scripts/lib/row_costs.py KEYCHAINFS_BINARY [--items N]
 
@@ -268,7 +269,7 @@ def main():
     sync_us = fdatasync_us()
     names = [s[0] for s in systems]
     print("One run, %d items per row; µs per item (ratio to gocryptfs), FUSE requests the kernel sent per item, and the file "
-          "system process's system calls, syncs and pwrites per item. One WAL fdatasync (4 KiB) here: %.0f µs.\n" % (N, sync_us))
+          "system process's SQLite statements, syncs and pwrites per item. One WAL fdatasync (4 KiB) here: %.0f µs.\n" % (N, sync_us))
     print("| row | " + " | ".join(names + ["floor (nullfs + 1 fdatasync)"]) + " |")
     print("| --- |" + " ---: |" * (len(names) + 1))
     for row, _ in ROWS:
