@@ -200,6 +200,37 @@ def traced(mountpoint, pid, command):
     return opcodes, calls
 
 
+def timed_with_latencies(mountpoint, command):
+    """Seconds of command, and each opcode's requests' mean time from the kernel's send to
+    its end (fuse_request_send and fuse_request_end, two cheap tracepoints: what the
+    daemon and the way there and back take), in µs."""
+    events = os.path.join(INSTANCE, "events", "fuse")
+    write(os.path.join(INSTANCE, "trace"), "")
+    for event in ("fuse_request_send", "fuse_request_end"):
+        write(os.path.join(events, event, "filter"), "connection == %d" % connection(mountpoint))
+        write(os.path.join(events, event, "enable"), "1")
+    start = time.perf_counter()
+    try:
+        sh(command)
+    finally:
+        seconds = time.perf_counter() - start
+        for event in ("fuse_request_send", "fuse_request_end"):
+            write(os.path.join(events, event, "enable"), "0")
+    sent, spans = {}, {}
+    with open(os.path.join(INSTANCE, "trace")) as trace:
+        for line in trace:
+            found = re.search(r"\s([\d.]+): fuse_request_(send|end): connection \d+ req (\d+)(?: opcode \d+ \((FUSE_\w+)\))?", line)
+            if not found:
+                continue
+            when, unique = float(found.group(1)), found.group(3)
+            if found.group(2) == "send":
+                sent[unique] = (when, found.group(4)[5:])
+            elif unique in sent:
+                began, opcode = sent.pop(unique)
+                spans.setdefault(opcode, []).append((when - began) * 1e6)
+    return seconds, {opcode: statistics.fmean(values) for opcode, values in spans.items()}
+
+
 def fdatasync_us():
     path = os.path.join(work, "wal")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -252,19 +283,17 @@ def main():
     for _ in range(500):
         if os.path.ismount(floor): break
         time.sleep(0.01)
-    results, times = {}, {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
+    results, times, latencies = {}, {}, {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
     for traced_pass in (False, True):
         for row, command in ROWS:
             for name, root, pid in systems + ([("nullfs (floor)", floor, daemon.pid)] if row.startswith("create (echo") else []):
                 d = os.path.join(root, ROW_DIRECTORY[row] + ("-traced" if traced_pass else ""))
                 if not traced_pass:
-                    start = time.perf_counter()
-                    sh(command + [d])
-                    times[(row, name)] = time.perf_counter() - start
+                    times[(row, name)], latencies[(row, name)] = timed_with_latencies(root, command + [d])
                     continue
                 opcodes, calls = traced(root, pid, command + [d])
                 seconds = times[(row, name)]
-                results[(row, name)] = (seconds / N * 1e6, {k: v / N for k, v in opcodes.items()},
+                results[(row, name)] = (seconds / N * 1e6, {k: (v / N, latencies[(row, name)].get(k)) for k, v in opcodes.items()},
                                         {k: (v / N if k != "by kind" else {a: b / N for a, b in v.items()}) for k, v in calls.items()})
     sync_us = fdatasync_us()
     names = [s[0] for s in systems]
@@ -280,11 +309,13 @@ def main():
             value = results[(row, "nullfs (floor)")][0] + sync_us
             floor_cell = "%.0f (%.0f + %.0f)" % (value, results[(row, "nullfs (floor)")][0], sync_us)
         print("| %s | %s | %s |" % (row, " | ".join(cells), floor_cell))
-    print("\n| row | system | FUSE requests per item | SQLite statements per item | fsync + fdatasync | pwrite64 |")
+    print("\n| row | system | FUSE requests per item: each opcode's count per item and (mean µs from the kernel's send to the end) "
+          "| SQLite statements per item | fsync + fdatasync | pwrite64 |")
     print("| --- | --- | --- | --- | ---: | ---: |")
     for (row, name), (us, opcodes, calls) in results.items():
-        total = sum(opcodes.values())
-        detail = ", ".join("%s %.2g" % (k, v) for k, v in sorted(opcodes.items(), key=lambda kv: -kv[1]) if v >= 0.01)
+        total = sum(count for count, _ in opcodes.values())
+        detail = ", ".join("%s %.2g%s" % (k, count, " (%.0f)" % span if span is not None else "")
+                           for k, (count, span) in sorted(opcodes.items(), key=lambda kv: -kv[1][0]) if count >= 0.01)
         kinds = calls.get("by kind", {})
         statement_cell = "%.1f" % calls.get("statements", 0)
         if kinds:
