@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <linux/fuse.h>
 #include <sys/eventfd.h>
+#include <sys/epoll.h>
 
 /* fcntl.h defines the open file description locks only under _GNU_SOURCE. */
 #ifndef F_OFD_GETLK

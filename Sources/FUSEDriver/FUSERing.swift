@@ -13,7 +13,20 @@ import Synchronization
 /// only once every queue has an entry), all served by the session thread, which stays the one
 /// thread that answers requests and owns `FileSystem.state`, as on /dev/fuse. Forgets and
 /// interrupts still come by /dev/fuse, and notices (invalidations) go by it: the loop polls it
-/// through the same ring.
+/// through the same ring, by way of an epoll instance that watches it.
+///
+/// A daemon that dies ends its connection before its parent can see it dead, as on /dev/fuse,
+/// where the device's last close, in exit, aborts the connection and a stat then answers
+/// ENOTCONN. Over a ring that last close needs two things of the kernel's exit path
+/// (io_uring_files_cancel, before the files are closed): it cancels the dying task's requests
+/// only when the task has one on an io_uring file in flight, and then cancels its ring
+/// commands (fuse_uring_cancel hands each waiting entry back, dropping its reference to the
+/// device) but of its polls only those on io_uring files. So the ring keeps a poll on a second,
+/// idle ring (`exitCanceller`) that makes exit cancel, and watches /dev/fuse through an epoll
+/// instance (`deviceWatch`), which holds no reference to what it watches. Without them, the
+/// entries and the poll keep the device open until the ring's own teardown, from a kernel
+/// worker after the daemon was reaped; a stat meanwhile is queued on the live connection, then
+/// ended with ECONNABORTED (DaemonLogTests.whatADeadDaemonLeftIsClearedAndSaid).
 ///
 /// libfuse 3.14 knows nothing of this: a request is copied into one buffer laid out as a read
 /// of /dev/fuse would give it and handed to `fuse_session_process_buf`, and the custom I/O's
@@ -64,6 +77,7 @@ final class FUSERing: @unchecked Sendable {
 
     private static let pollTag = UInt64.max - 1
     private static let wakeTag = UInt64.max - 2
+    private static let exitCancellerTag = UInt64.max - 4
     private static let inHeaderSize = MemoryLayout<fuse_in_header>.size
     private static let outHeaderSize = MemoryLayout<fuse_out_header>.size
     private static let opHeaderCapacity = 128
@@ -78,6 +92,10 @@ final class FUSERing: @unchecked Sendable {
     // Owned by the session thread, set up before `active` and torn down after it.
     private var ring = io_uring()
     private var created = false
+    /// Never used: a poll on it makes the kernel cancel this task's ring commands at its exit
+    /// (see the type's comment).
+    private var exitCanceller = io_uring()
+    private var exitCancellerCreated = false
     private var entries: UnsafeMutableBufferPointer<Entry> = .init(start: nil, count: 0)
     private var headers: UnsafeMutableRawPointer? = nil
     private var headersSize = 0
@@ -88,6 +106,8 @@ final class FUSERing: @unchecked Sendable {
     private var requestCapacity = 0
     private var requestUsed = 0
     private var fuseFD: Int32 = -1
+    /// Watches /dev/fuse for the ring's poll (see the type's comment: why not /dev/fuse itself).
+    private var deviceWatch: Int32 = -1
     private var wake: Int32 = -1
     private var wakeValue: UInt64 = 0
     private var ended = false
@@ -118,13 +138,20 @@ final class FUSERing: @unchecked Sendable {
     /// io_uring only when there is one to serve it. Its submitter is this thread alone
     /// (SINGLE_ISSUER), which DEFER_TASKRUN needs.
     func create() -> Bool {
-        let count = Self.queueCount * Self.depth + 2
+        let count = Self.queueCount * Self.depth + 3
         var size: UInt32 = 1
         while size < UInt32(count) { size <<= 1 }
         var parameters = io_uring_params()
         parameters.flags = UInt32(IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
         parameters.cq_entries = size * 2
         created = io_uring_queue_init_params(size, &ring, &parameters) == 0
+        if created {
+            exitCancellerCreated = io_uring_queue_init(1, &exitCanceller, 0) == 0
+            if !exitCancellerCreated {
+                io_uring_queue_exit(&ring)
+                created = false
+            }
+        }
         return created
     }
 
@@ -146,8 +173,9 @@ final class FUSERing: @unchecked Sendable {
             guard let sqe = io_uring_get_sqe(&ring) else { refuseRegistration(); return false }
             prepare(sqe, entry: index, command: FUSE_IO_URING_CMD_REGISTER)
         }
-        armPoll(fuseFD, tag: Self.pollTag)
+        armPoll(deviceWatch, tag: Self.pollTag)
         armPoll(wake, tag: Self.wakeTag)
+        armPoll(exitCanceller.ring_fd, tag: Self.exitCancellerTag)
         active.store(true, ordering: .releasing)
         guard submit() else {
             active.store(false, ordering: .releasing)
@@ -177,7 +205,10 @@ final class FUSERing: @unchecked Sendable {
         payloadsSize = count * payloadCapacity
         requestCapacity = Self.inHeaderSize + Self.opHeaderCapacity + payloadCapacity
         wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wake >= 0, let headers = map(headersSize), let payloads = map(payloadsSize), let request = map(requestCapacity) else {
+        deviceWatch = epoll_create1(Int32(EPOLL_CLOEXEC))
+        var watched = epoll_event()
+        watched.events = EPOLLIN.rawValue
+        guard wake >= 0, deviceWatch >= 0, epoll_ctl(deviceWatch, EPOLL_CTL_ADD, fuseFD, &watched) == 0, let headers = map(headersSize), let payloads = map(payloadsSize), let request = map(requestCapacity) else {
             return false
         }
         self.headers = headers
@@ -324,7 +355,7 @@ final class FUSERing: @unchecked Sendable {
         switch tag {
         case Self.pollTag:
             // /dev/fuse is readable (or gone: the read says so and the loop ends).
-            if device(session) { armPoll(fuseFD, tag: Self.pollTag) } else { ended = true }
+            if device(session) { armPoll(deviceWatch, tag: Self.pollTag) } else { ended = true }
         case Self.wakeTag:
             _ = read(wake, &wakeValue, 8)
             armPoll(wake, tag: Self.wakeTag)
@@ -396,7 +427,7 @@ final class FUSERing: @unchecked Sendable {
         }
         guard !batch.isEmpty else { return }
         for (index, _) in batch {
-            // The ring has room for every entry and both polls; should it be full, what waits goes first.
+            // The ring has room for every entry and its three polls; should it be full, what waits goes first.
             var sqe = io_uring_get_sqe(&ring)
             if sqe == nil, submit() { sqe = io_uring_get_sqe(&ring) }
             guard let sqe else { continue }
@@ -428,6 +459,10 @@ final class FUSERing: @unchecked Sendable {
             io_uring_queue_exit(&ring)
             created = false
         }
+        if exitCancellerCreated {
+            io_uring_queue_exit(&exitCanceller)
+            exitCancellerCreated = false
+        }
         for entry in entries {
             sodium_memzero(entry.payload, entry.used)
             sodium_memzero(UnsafeMutableRawPointer(entry.header), MemoryLayout<fuse_uring_req_header>.size)
@@ -448,5 +483,7 @@ final class FUSERing: @unchecked Sendable {
         payloads = nil
         if wake >= 0 { Glibc.close(wake) }
         wake = -1
+        if deviceWatch >= 0 { Glibc.close(deviceWatch) }
+        deviceWatch = -1
     }
 }
