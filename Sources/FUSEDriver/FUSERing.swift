@@ -208,7 +208,8 @@ final class FUSERing: @unchecked Sendable {
         deviceWatch = epoll_create1(Int32(EPOLL_CLOEXEC))
         var watched = epoll_event()
         watched.events = EPOLLIN.rawValue
-        guard wake >= 0, deviceWatch >= 0, epoll_ctl(deviceWatch, EPOLL_CTL_ADD, fuseFD, &watched) == 0, let headers = map(headersSize), let payloads = map(payloadsSize), let request = map(requestCapacity) else {
+        guard wake >= 0, deviceWatch >= 0, epoll_ctl(deviceWatch, EPOLL_CTL_ADD, fuseFD, &watched) == 0 else { return false }
+        guard let headers = map(headersSize), let payloads = map(payloadsSize), let request = map(requestCapacity) else {
             return false
         }
         self.headers = headers
