@@ -134,10 +134,7 @@ extension FileSystem {
                         throw error
                     }
                 } else {
-                    try vault.checkItemSize(size)
-                    var content = try vault.item(id).takeContent()
-                    try content.resize(to: size)
-                    _ = try vault.replaceContent(of: id, with: &content)
+                    _ = try vault.truncateItem(id, to: size)
                 }
             }
             if mode != nil || modified != nil || accessed != nil {

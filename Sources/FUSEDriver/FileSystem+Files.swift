@@ -34,15 +34,14 @@ extension FileSystem {
                 // Changed while the vault was locked: the descriptors on it answer EIO, this
                 // open gets the item as it is now.
                 state.openItems.retire(item)
-                let snapshot = try vault.item(id)
-                return OpenItem(node: snapshot.node, content: snapshot.takeContent())
+                let opened = try vault.openItem(id)
+                return OpenItem(node: opened.node, content: opened.content)
             }
             try catchUp(item)
             return item
         }
-        let snapshot = try vault.item(id)
-        let node = snapshot.node
-        return OpenItem(node: node, content: snapshot.takeContent())
+        let opened = try vault.openItem(id)
+        return OpenItem(node: opened.node, content: opened.content)
     }
 
     func create(_ parent: UInt64, _ name: ItemName, mode: mode_t, flags: Int32,
@@ -58,7 +57,7 @@ extension FileSystem {
             let node = try vault.createItem(named: name, in: NodeID(Int64(parent)), content: try SecureBuffer(capacity: 0),
                                             mode: UInt32(mode) & 0o7700, durable: false)
             flusher?.changed()
-            let item = OpenItem(node: node, content: try SecureBuffer(capacity: 0))
+            let item = OpenItem(node: node, content: .empty(of: node))
             item.dirty = flusher == nil
             let file = OpenFile(item: item, append: flags & O_APPEND != 0, opener: caller.pid)
             file.wrote = flusher == nil
@@ -77,17 +76,15 @@ extension FileSystem {
         if let refusal = gate.admitUse(check, caller, opener: opener) { throw refusal }
     }
 
-    /// Hands the requested range of plaintext to `reply` straight from locked memory.
+    /// Hands the requested range of plaintext to `reply` from locked memory, loading the
+    /// blocks it needs.
     func read(_ handle: UInt64, offset: Int, size: Int, _ caller: RequestContext,
               reply: (UnsafeRawBufferPointer) -> Void) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             let file = try usableFile(handle, state)
             try recall(file.item)
-            file.item.content.withUnsafeBytes { bytes in
-                let start = min(max(offset, 0), bytes.count)
-                let end = min(start + size, bytes.count)
-                reply(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-            }
+            defer { file.item.takeAdoptedVersion() }
+            try file.item.content.read(from: vault, offset: offset, size: size, scratch: scratch, reply: reply)
         }
     }
 
@@ -105,10 +102,8 @@ extension FileSystem {
             // there); only a write that starts at the limit fails.
             let fitting = min(bytes.count, max(vault.itemSizeLimit - start, 0))
             guard fitting > 0 || bytes.isEmpty else { throw .itemTooLarge(size: start + 1, limit: vault.itemSizeLimit) }
-            let end = start + fitting
-            // Room for the padding too, so storing it needs no second buffer.
-            try item.content.reserve(Vault.storageCapacity(forContentOf: max(end, item.content.count)))
-            try item.content.write(UnsafeRawBufferPointer(rebasing: bytes[..<fitting]), at: start)
+            defer { item.takeAdoptedVersion() }
+            try item.content.write(from: vault, UnsafeRawBufferPointer(rebasing: bytes[..<fitting]), at: start)
             item.touched()
             file.wrote = true
             return fitting
@@ -195,18 +190,18 @@ extension FileSystem {
     func recall(_ item: OpenItem) throws(VaultError) {
         guard item.forgotten else { return }
         guard !item.unlinked else { throw .integrityFailure("an unlinked file's content was wiped by locking") }
-        let snapshot: Vault.ItemSnapshot
+        let opened: Vault.OpenedItem
         do throws(VaultError) {
-            snapshot = try vault.item(item.id)
+            opened = try vault.openItem(item.id)
         } catch .notFound {
             // Removed while locked: read(2) knows no ENOENT; the content is gone for good.
             item.unlinked = true
             throw .integrityFailure("the item was removed while the vault was locked")
         }
-        guard snapshot.node.attributes.contentVersion == item.node.attributes.contentVersion else {
+        guard opened.node.attributes.contentVersion == item.node.attributes.contentVersion else {
             throw .integrityFailure("the item changed while the vault was locked; reopen it")
         }
-        item.content = snapshot.takeContent()
+        item.content = opened.content
         item.forgotten = false
     }
 
@@ -217,28 +212,28 @@ extension FileSystem {
         guard !item.dirty && !item.unlinked && !item.forgotten && !item.stale else { return }
         let stored = try vault.node(item.id)
         guard stored.attributes.contentVersion != item.node.attributes.contentVersion else { return }
-        let snapshot = try vault.item(item.id)
-        item.node = snapshot.node
-        item.modified = snapshot.node.attributes.modified
-        item.lastChange = snapshot.node.attributes.changed
-        item.content = snapshot.takeContent()
+        let opened = try vault.openItem(item.id)
+        item.node = opened.node
+        item.modified = opened.node.attributes.modified
+        item.lastChange = opened.node.attributes.changed
+        item.content = opened.content
     }
 
     func resize(_ item: OpenItem, to size: Int) throws(VaultError) {
         try vault.checkItemSize(size)
-        try item.content.resize(to: size)
+        defer { item.takeAdoptedVersion() }
+        try item.content.resize(from: vault, to: size)
         item.touched()
     }
 
-    /// Stores the item's content in one transaction, durable unless `durable` is false (the
+    /// Stores what changed in the item's content in one transaction, durable unless `durable` is false (the
     /// caller syncs then); on failure it stays dirty and the vault keeps the previous content.
     /// Every descriptor's writes so far go with it. Whether it stored anything.
     @discardableResult
     func store(_ item: OpenItem, _ state: borrowing State, durable: Bool = true) throws(VaultError) -> Bool {
         guard item.dirty, !item.unlinked, !item.stale else { return false }
         do throws(VaultError) {
-            item.node = try vault.replaceContent(of: item.id, with: &item.content, modified: item.modified,
-                                                 changed: item.lastChange, durable: durable)
+            item.node = try vault.storeContent(item.content, modified: item.modified, changed: item.lastChange, durable: durable)
             item.dirty = false
             for other in state.openItems.descriptors(of: item) { other.wrote = false }
             return true

@@ -58,6 +58,7 @@ extension FileSystem {
     func unlink(_ parent: UInt64, _ name: ItemName, _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
+            try keepOpenContent(named: name, in: parent, state)
             let removed = try vault.remove(named: name, in: NodeID(Int64(parent)), kind: .item, durable: flusher == nil)
             gate.namespaceChanged()
             flusher?.changed()
@@ -69,6 +70,7 @@ extension FileSystem {
                 _ caller: RequestContext) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             guard !state.lock.locked else { throw .locked }
+            if !noReplace { try keepOpenContent(named: newName, in: newParent, state) }
             let replaced = try vault.move(name, from: NodeID(Int64(parent)), to: newName, in: NodeID(Int64(newParent)),
                                           replacing: !noReplace, durable: flusher == nil)
             gate.namespaceChanged()
@@ -78,5 +80,14 @@ extension FileSystem {
                 state.directories.noteRemoved(replaced, at: .now())
             }
         }
+    }
+
+    /// An open item about to be unlinked or replaced takes every stored block it does not hold
+    /// yet: its descriptors go on reading it, as on tmpfs, after the vault deleted its blocks.
+    private func keepOpenContent(named name: ItemName, in parent: UInt64, _ state: borrowing State) throws(VaultError) {
+        guard !state.openItems.isEmpty else { return }
+        guard let node = try? vault.lookup(name, in: NodeID(Int64(parent))), node.kind == .item,
+              let item = state.openItems.item(node.id), !item.forgotten else { return }
+        try item.content.loadAll(from: vault)
     }
 }

@@ -52,6 +52,8 @@ package final class FileSystem: Sendable {
     /// Drops an item's pages from the kernel's cache once it is closed (a private mmap
     /// reads through the page cache even with direct I/O).
     let pageCache = PageCacheDropper()
+    /// Where a read that spans content blocks gathers them (used under `state`'s lock).
+    let scratch = ContentScratch()
     /// Negotiates shared mappings and io_uring queues with the kernel, which libfuse 3.14 cannot.
     let initNegotiation = InitNegotiation()
     /// The io_uring queues when the session serves through them (`FUSESession`); idle otherwise.

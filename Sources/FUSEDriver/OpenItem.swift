@@ -2,17 +2,17 @@ import VaultCore
 
 /// One open item: the plaintext every descriptor of the node reads and writes, in locked
 /// memory, as tmpfs keeps one page cache per inode. What one descriptor writes the others see
-/// at once; a close or fsync of a descriptor that wrote stores the whole current content in
-/// one durable transaction. Wiped when its last descriptor closes, or by a lock.
+/// at once; a close or fsync of a descriptor that wrote stores the blocks that changed in one
+/// durable transaction (`ItemContent`). Wiped when its last descriptor closes, or by a lock.
 /// Across mounts (other machines on a vault in PostgreSQL) there is one OpenItem per mount:
 /// a store elsewhere reaches a clean one at once (FileSystem+RemoteChanges) but not one with
-/// unstored writes, and two mounts' closes are two whole-content transactions, serialised by
-/// the server, so the last to commit wins whole. tmpfs, with one page cache, would instead
-/// merge two descriptors' writes byte by byte.
+/// unstored writes, and two mounts' closes are two transactions, serialised by the server:
+/// the last to commit wins the blocks it wrote and the size, the other's blocks stay. tmpfs,
+/// with one page cache, would merge two descriptors' writes byte by byte.
 final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's mutex
     /// The item's attributes as last stored (or loaded), with chmod and utimens applied.
     var node: Node
-    var content: SecureBuffer
+    var content: ItemContent
     /// The content differs from what is stored.
     var dirty = false
     /// The modification time to store with the content (writes set it; utimens may set it back).
@@ -40,7 +40,7 @@ final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's 
     /// Usable while the mount is locked.
     var servedWhileLocked: Bool { isAfterFirstUnlock && !forgotten }
 
-    init(node: Node, content: consuming SecureBuffer) {
+    init(node: Node, content: ItemContent) {
         self.node = node
         self.content = content
         modified = node.attributes.modified
@@ -54,8 +54,18 @@ final class OpenItem: @unchecked Sendable {  // only touched under FileSystem's 
         lastChange = modified
     }
 
-    /// Replaces the plaintext with an empty buffer; the old one is wiped as it goes.
+    /// Wipes the plaintext held.
     func wipeContent() {
-        if let empty = try? SecureBuffer(capacity: 0) { content = empty }
+        content.wipe()
+    }
+
+    /// A load found the item stored anew elsewhere and the content took it (it held no
+    /// writes): its attributes come along, as a new reader would see them.
+    func takeAdoptedVersion() {
+        guard let node = content.adoptedNode else { return }
+        content.clearAdopted()
+        self.node = node
+        modified = node.attributes.modified
+        lastChange = node.attributes.changed
     }
 }

@@ -23,7 +23,7 @@ enum PostgresSchema {
 
     /// `steps[n - 1]` brings the tables from layout n - 1 to n. A released step is never
     /// edited: databases at the layout before it exist.
-    static let steps = [layout1, layout2, layout3]
+    static let steps = [layout1, layout2, layout3, layout4]
 
     /// The first layout, as the first release created it (without its version row).
     static let layout1 = """
@@ -105,6 +105,17 @@ enum PostgresSchema {
         ALTER TABLE vaults ADD COLUMN generation bigint NOT NULL DEFAULT 0;
         ALTER TABLE vaults ADD COLUMN members_mac bytea;
         ALTER TABLE vaults ADD COLUMN state_mac bytea
+        """
+
+    /// Layout 4: the blocks of large items' contents (format 9), one row each.
+    static let layout4 = """
+        CREATE TABLE IF NOT EXISTS content_blocks (
+            vault  text   NOT NULL REFERENCES vaults (name),
+            node   bigint NOT NULL,
+            idx    bigint NOT NULL,
+            sealed bytea  NOT NULL,
+            PRIMARY KEY (vault, node, idx)
+        )
         """
 
     /// The layout the database's tables have; 0 before any. A number below 1 in the row was

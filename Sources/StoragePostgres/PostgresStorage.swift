@@ -756,6 +756,7 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func deleteNode(_ id: NodeID) throws(VaultError) {
+        try deleteContentBlocks(of: id, from: 0)
         if case .some(.some(let node)) = knownInTransaction(id) {
             touched.note(id.rawValue, node.parent.rawValue)
             remember(id, nil)
@@ -782,7 +783,13 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
             return
         }
         let inWrite = db.inTransaction && knownVerified
-        for row in try db.rows("\(PostgresStorage.subtree) DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent",
+        // The blocks go in the same statement: a data-modifying WITH sees the same subtree.
+        for row in try db.rows("""
+            \(PostgresStorage.subtree), blocks AS (
+                DELETE FROM content_blocks WHERE vault = $1 AND node IN (SELECT id FROM subtree)
+            )
+            DELETE FROM nodes WHERE vault = $1 AND id IN (SELECT id FROM subtree) RETURNING id, parent
+            """,
                                [name, .integer(id.rawValue)]) {
             noteTouched(row)
             // Each removed node is known gone (and with it its name, if known).
@@ -790,6 +797,39 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
                 if inWrite { known.note(NodeID(removed), nil) } else { known.forgetNodes() }
             }
         }
+    }
+
+    // MARK: content blocks
+
+    package func contentBlocks(of id: NodeID, in range: Range<Int>) throws(VaultError) -> [ContentBlockRow] {
+        try db.rows("SELECT idx, sealed FROM content_blocks WHERE vault = $1 AND node = $2 AND idx >= $3 AND idx < $4 ORDER BY idx",
+                    [name, .integer(id.rawValue), .integer(Int64(range.lowerBound)), .integer(Int64(range.upperBound))]).map {
+            (row) throws(VaultError) -> ContentBlockRow in
+            guard let index = row[0].integer, let sealed = row[1].bytes else {
+                throw .integrityFailure("record \(id.rawValue) (malformed content block)")
+            }
+            return ContentBlockRow(index: Int(index), sealed: sealed)
+        }
+    }
+
+    package func upsertContentBlock(_ row: ContentBlockRow, of id: NodeID) throws(VaultError) {
+        touched.note(id.rawValue)
+        try db.later("""
+            INSERT INTO content_blocks (vault, node, idx, sealed) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (vault, node, idx) DO UPDATE SET sealed = excluded.sealed
+            """, [name, .integer(id.rawValue), .integer(Int64(row.index)), .bytes(row.sealed)])
+    }
+
+    package func deleteContentBlocks(of id: NodeID, from index: Int) throws(VaultError) {
+        try db.later("DELETE FROM content_blocks WHERE vault = $1 AND node = $2 AND idx >= $3",
+                     [name, .integer(id.rawValue), .integer(Int64(index))])
+    }
+
+    package func orphanContentBlockCount() throws(VaultError) -> Int {
+        Int(try db.integer("""
+            SELECT count(*) FROM content_blocks AS b
+            WHERE b.vault = $1 AND NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.vault = $1 AND n.id = b.node)
+            """, [name]))
     }
 
     /// A removed node's row (id, parent): both go into the NOTIFY.

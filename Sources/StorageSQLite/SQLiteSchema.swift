@@ -35,6 +35,18 @@ enum SQLiteSchema {
         \(accessLogTable)
         \(memberSlotsTable)
         \(generationColumns)
+        \(contentBlocksTable)
+        """
+
+    /// Format 9: the blocks of large items' contents, one row each, keyed by node and index. A
+    /// rowid table: rows of a few KiB are what SQLite advises against `WITHOUT ROWID` for.
+    static let contentBlocksTable = """
+        CREATE TABLE content_blocks (
+            node   INTEGER NOT NULL,
+            idx    INTEGER NOT NULL,
+            sealed BLOB    NOT NULL,
+            PRIMARY KEY (node, idx)
+        );
         """
 
     /// A node's attributes (extended attributes), one row each, keyed by node and tag; the
@@ -77,9 +89,10 @@ enum SQLiteSchema {
     /// What the tables need to reach each format version from the one before, by target
     /// version. Version 2 changed only what the attributes hold, not the tables; version 3 added
     /// the table of attributes; version 4 the access rules and the access log; version 5 none
-    /// (item properties are rows of the attributes table); version 6 the members' key slots.
+    /// (item properties are rows of the attributes table); version 6 the members' key slots;
+    /// version 8 the generation's columns; version 9 the content blocks.
     static let migrations: [Int: String] = [3: attributesTable, 4: rulesTable + accessLogTable, 6: memberSlotsTable,
-                                            8: generationColumns]
+                                            8: generationColumns, 9: contentBlocksTable]
 
     /// Format 8: the generation every write raises, the MAC over the member slots and the MAC
     /// that binds both with the header's and the rules' (`VaultState`); NULL until the upgrade.

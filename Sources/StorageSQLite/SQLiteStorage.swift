@@ -463,16 +463,46 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     }
 
     package func deleteNode(_ id: NodeID) throws(VaultError) {
-        try db.run("DELETE FROM nodes WHERE id = ?", [.integer(id.rawValue)])
+        try deleteContentBlocks(of: id, from: 0)
+        _ = try db.run("DELETE FROM nodes WHERE id = ?", [.integer(id.rawValue)])
     }
 
     package func deleteSubtree(_ id: NodeID) throws(VaultError) {
-        try db.run("""
+        let subtree = """
             WITH RECURSIVE subtree(id) AS (
                 SELECT ? UNION SELECT nodes.id FROM nodes JOIN subtree ON nodes.parent = subtree.id
             )
-            DELETE FROM nodes WHERE id IN subtree
-            """, [.integer(id.rawValue)])
+            """
+        _ = try db.run(subtree + "DELETE FROM content_blocks WHERE node IN subtree", [.integer(id.rawValue)])
+        _ = try db.run(subtree + "DELETE FROM nodes WHERE id IN subtree", [.integer(id.rawValue)])
+    }
+
+    // MARK: content blocks
+
+    package func contentBlocks(of id: NodeID, in range: Range<Int>) throws(VaultError) -> [ContentBlockRow] {
+        var rows: [ContentBlockRow] = []
+        try db.query("SELECT idx, sealed FROM content_blocks WHERE node = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                     [.integer(id.rawValue), .integer(Int64(range.lowerBound)), .integer(Int64(range.upperBound))]) {
+            (row) throws(VaultError) in
+            guard let index = row[0].integer, let sealed = row[1].blob else {
+                throw .integrityFailure("record \(id.rawValue) (malformed content block)")
+            }
+            rows.append(ContentBlockRow(index: Int(index), sealed: sealed))
+        }
+        return rows
+    }
+
+    package func upsertContentBlock(_ row: ContentBlockRow, of id: NodeID) throws(VaultError) {
+        _ = try db.run("INSERT INTO content_blocks (node, idx, sealed) VALUES (?, ?, ?) ON CONFLICT (node, idx) DO UPDATE SET sealed = excluded.sealed",
+                   [.integer(id.rawValue), .integer(Int64(row.index)), .blob(row.sealed)])
+    }
+
+    package func deleteContentBlocks(of id: NodeID, from index: Int) throws(VaultError) {
+        _ = try db.run("DELETE FROM content_blocks WHERE node = ? AND idx >= ?", [.integer(id.rawValue), .integer(Int64(index))])
+    }
+
+    package func orphanContentBlockCount() throws(VaultError) -> Int {
+        Int(try db.integer("SELECT count(*) FROM content_blocks WHERE node NOT IN (SELECT id FROM nodes)"))
     }
 
     // MARK: a node's attributes

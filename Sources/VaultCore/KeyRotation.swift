@@ -71,17 +71,46 @@ struct KeyRotation {
             }
             counts.nodes += 1
             guard attributes.kind == .item else { continue }
-            guard hasContent, let sealed = try storage.sealedContent(of: row.id),
-                  let content = try old.openContent(sealed, place, generation: attributes.contentGeneration,
-                                                    expectedCount: attributes.size, accessibility: attributes.accessibility) else {
-                throw refused("record \(row.id.rawValue): content")
-            }
-            let resealed = try new.sealContent(content, place, generation: attributes.contentGeneration,
+            guard hasContent, let sealed = try storage.sealedContent(of: row.id) else { throw refused("record \(row.id.rawValue): content") }
+            let resealed: [UInt8]
+            if NodeStore.isBlocked(attributes.size),
+               let map = try old.openBlockMap(sealed, place, contentGeneration: attributes.contentGeneration, size: attributes.size,
+                                              accessibility: attributes.accessibility) {
+                try resealBlocks(of: row.id, place, attributes, map)
+                resealed = try new.sealBlockMap(map, place, contentGeneration: attributes.contentGeneration,
+                                                accessibility: attributes.accessibility)
+            } else {
+                guard let content = try old.openContent(sealed, place, generation: attributes.contentGeneration,
+                                                        expectedCount: attributes.size, accessibility: attributes.accessibility) else {
+                    throw refused("record \(row.id.rawValue): content")
+                }
+                resealed = try new.sealContent(content, place, generation: attributes.contentGeneration,
                                                accessibility: attributes.accessibility)
+            }
             try storage.updateAttributesAndContent(of: row.id, sealedAttributes: sealedAttributes, sealedContent: resealed)
             counts.contents += 1
         }
         return places
+    }
+
+    /// Each block of a large item under the new keys, at the generation its map gives it; a
+    /// block the map names but the rows lack, or one that fails, refuses the rotation.
+    private func resealBlocks(of id: NodeID, _ place: RecordPlace, _ attributes: NodeAttributes, _ map: BlockMap) throws(VaultError) {
+        let rows = try storage.contentBlocks(of: id, in: 0..<map.generations.count)
+        var resealed = 0
+        for row in rows {
+            let generation = map.generation(of: row.index)
+            guard generation != 0 else { continue }
+            var block = try SecureBuffer(capacity: VaultFormat.contentBlockBytes)
+            guard try old.openBlock(row.sealed, index: row.index, place, generation: generation,
+                                    accessibility: attributes.accessibility, into: &block) else {
+                throw refused("record \(id.rawValue): content block \(row.index)")
+            }
+            try storage.upsertContentBlock(ContentBlockRow(index: row.index, sealed: new.sealBlock(
+                block, index: row.index, place, generation: generation, accessibility: attributes.accessibility)), of: id)
+            resealed += 1
+        }
+        guard resealed == map.generations.filter({ $0 != 0 }).count else { throw refused("record \(id.rawValue): a content block") }
     }
 
     /// Both tags change with the keys, so each row is replaced under its new tag.

@@ -124,8 +124,8 @@ extension Vault {
             guard record.kind == .item else { throw .isADictionary(store.describe(id)) }
             let attributes = try store.writeContent(count: content.count, of: record, modified: modified ?? .now(),
                                                     changed: changed) { (place, generation) throws(VaultError) in
-                try store.cipher.sealContent(inPlace: &content, place, generation: generation,
-                                             accessibility: record.attributes.accessibility)
+                try store.storeContent(inPlace: &content, place, generation: generation,
+                                       accessibility: record.attributes.accessibility, previousSize: record.attributes.size)
             }
             return Node(id: id, parent: record.parent, attributes: attributes)
         }

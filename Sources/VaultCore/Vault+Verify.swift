@@ -87,6 +87,11 @@ extension Vault {
                     }
                 }
             }
+            // Blocks of no node: left by no removal (each takes its blocks), so put there by hand.
+            let orphanBlocks = try store.storage.orphanContentBlockCount()
+            if orphanBlocks > 0 {
+                problems.append(IntegrityProblem(path: "/", reason: "\(orphanBlocks) content blocks belong to no item"))
+            }
             problems += try verifyAttributes(store, nodes: nodes)
             problems += try verifyRules(store, nodes: nodes)
             problems += try verifyAccessLog(store)

@@ -19,7 +19,12 @@ package enum VaultFormat {
     ///    members' MAC together (`VaultState`): rules or member rows put back from an older copy
     ///    no longer match, and each machine refuses a generation older than it saw
     ///    (`SeenGenerations`). Format 7 code would not raise the generation.
-    package static let version = 8
+    /// 9: an item larger than `contentBlockBytes` keeps its content in blocks of that size, rows
+    ///    of their own, and its node's content record holds the map of their generations, so a
+    ///    write stores the blocks it changed and an open reads the blocks it needs. Smaller items
+    ///    are stored whole as before; format 8 records of larger ones still read, and take blocks
+    ///    at their next write. Format 8 code would take a map for damage.
+    package static let version = 9
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     package static let oldestSealedVersion = 4
@@ -33,6 +38,11 @@ package enum VaultFormat {
     package static let oldestWithMemberSlotMACs = 7
     /// The first version with a sealed generation (`VaultState`).
     package static let oldestWithGeneration = 8
+    /// The first version that stores large contents in blocks.
+    package static let oldestWithContentBlocks = 9
+    /// A content block's plaintext: with the AEAD's nonce and tag and SQLite's row header it
+    /// still fits one 4 KiB page, and its locked copy one pooled slot (`SecureMemory`).
+    package static let contentBlockBytes = 4000
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     package static let applicationID: Int32 = 0x4B43_4653
 

@@ -146,9 +146,21 @@ package protocol VaultStorage: AnyObject, Sendable {
     /// Moves a node under `parent` with a new tag, sealed name and sealed attributes.
     func relink(_ id: NodeID, to parent: NodeID, nameTag: [UInt8], sealedName: [UInt8],
                 sealedAttributes: [UInt8]) throws(VaultError)
+    /// Deletes the node and its content blocks.
     func deleteNode(_ id: NodeID) throws(VaultError)
-    /// Deletes `id` and every node below it.
+    /// Deletes `id` and every node below it, with their content blocks.
     func deleteSubtree(_ id: NodeID) throws(VaultError)
+
+    // MARK: content blocks (format 9 on)
+
+    /// The stored blocks of `id` with an index in `range`, by index (a hole has no row).
+    func contentBlocks(of id: NodeID, in range: Range<Int>) throws(VaultError) -> [ContentBlockRow]
+    /// Inserts block `index` of `id`, or replaces the one stored there.
+    func upsertContentBlock(_ row: ContentBlockRow, of id: NodeID) throws(VaultError)
+    /// Deletes the blocks of `id` from `index` on.
+    func deleteContentBlocks(of id: NodeID, from index: Int) throws(VaultError)
+    /// Block rows whose node has no row, for verify.
+    func orphanContentBlockCount() throws(VaultError) -> Int
 
     // MARK: a node's attributes (extended attributes)
 
@@ -236,6 +248,16 @@ extension VaultStorage {
         try read { () throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? in
             guard let row = try node(id) else { return nil }
             return (row, try sealedContent(of: id))
+        }
+    }
+
+    /// A node's row, its content record and the blocks in `blocks`, from one snapshot: what an
+    /// open of a large item and each later read of blocks needs.
+    package func nodeAndContent(_ id: NodeID, blocks: Range<Int>) throws(VaultError)
+        -> (row: NodeRow, sealedContent: [UInt8]?, blocks: [ContentBlockRow])? {
+        try read { () throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?, blocks: [ContentBlockRow])? in
+            guard let (row, content) = try nodeAndContent(id) else { return nil }
+            return (row, content, blocks.isEmpty ? [] : try contentBlocks(of: id, in: blocks))
         }
     }
 
@@ -343,6 +365,17 @@ package struct NodeRow {
         self.nameTag = nameTag
         self.sealedName = sealedName
         self.sealedAttributes = sealedAttributes
+    }
+}
+
+/// One block of a large item's content (format 9) as stored: nothing here is trusted until
+/// NodeStore has opened it with the generation the item's sealed map gives its index.
+package struct ContentBlockRow {
+    package let index: Int
+    package let sealed: [UInt8]
+    package init(index: Int, sealed: [UInt8]) {
+        self.index = index
+        self.sealed = sealed
     }
 }
 

@@ -138,11 +138,11 @@ import Testing
         let f = try CLIFixture()
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
-        #expect(sqlite3_exec(db, "PRAGMA user_version = 9", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = 10", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let result = try f.cli(["get", "x"])
         #expect(result.exitStatus == .unusableVault)
-        #expect(result.stderr.contains("vault format version 9 is newer than this keychainfs supports (8)"))
+        #expect(result.stderr.contains("vault format version 10 is newer than this keychainfs supports (9)"))
     }
 
     @Test func verifyNamesTheDamagedPath() throws {

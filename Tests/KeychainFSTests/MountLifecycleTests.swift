@@ -185,7 +185,7 @@ final class ForegroundDaemon {
         }
         var db: OpaquePointer?
         #expect(sqlite3_open(f.vault, &db) == SQLITE_OK)
-        #expect(sqlite3_exec(db, "PRAGMA user_version = 9", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = 10", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         let newer = try mount(f.vault)
         #expect(newer.exitStatus == .unusableVault)

@@ -16,7 +16,7 @@ import Testing
             .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
         try #require(state.count == 3)
         try server.sql("old", "ALTER TABLE vaults DROP COLUMN change_count, DROP COLUMN generation, DROP COLUMN members_mac, "
-                           + "DROP COLUMN state_mac; UPDATE keychainfs_schema SET version = 1")
+                           + "DROP COLUMN state_mac; DROP TABLE content_blocks; UPDATE keychainfs_schema SET version = 1")
         _ = try server.createDatabase("reference")
         try server.sql("reference", """
             CREATE TABLE keychainfs_schema (singleton integer PRIMARY KEY CHECK (singleton = 1), version bigint NOT NULL);
@@ -31,7 +31,7 @@ import Testing
         #expect(try layoutOf("old") == (try layoutOf("reference")))
 
         #expect(try vault.cli(["get", "kept"]).exitStatus == .integrityFailure)
-        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "3\n")
+        #expect(try server.sql("old", "SELECT version FROM keychainfs_schema") == "4\n")
         try server.sql("old", "UPDATE vaults SET generation = \(state[0]), members_mac = decode('\(state[1])', 'hex'), "
                            + "state_mac = decode('\(state[2])', 'hex')")
         #expect(try vault.cli(["get", "kept"]).stdoutText == "from layout 1")
@@ -44,7 +44,7 @@ import Testing
         let refused = try vault.cli(["ls"])
         #expect(refused.exitStatus == .unusableVault, "\(refused.stderr)")
         #expect(refused.stderr.split(separator: "\n").count == 1)
-        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (3)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("its PostgreSQL tables are of layout 99, newer than this keychainfs reads (4)"), "\(refused.stderr)")
 
         // A number no keychainfs writes (set by hand) is refused by every command, init too
         // (which upgrades first), and never indexes an upgrade step.

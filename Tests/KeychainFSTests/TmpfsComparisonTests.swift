@@ -203,7 +203,7 @@ import Testing
         #expect(try m.cli.cli(["verify"]).status == 0)
     }
 
-    /// What tmpfs supports but a vault item, stored whole, has no use for.
+    /// What tmpfs supports but a secret has no use for.
     @Test func holePunchingIsNotSupported() throws {
         let m = try MountFixture()
         #expect(writeFile(m.path("f"), Array("content".utf8)) == 0)

@@ -34,7 +34,7 @@ private let fixtureListings: [String: [String]] = [
 ]
 
 /// The format version this code writes; opening an older vault upgrades it to this in one step.
-let currentFormat: Int64 = 8
+let currentFormat: Int64 = 9
 
 private func copyFixture(to file: String, version: Int = 1) throws {
     try FileManager.default.copyItem(atPath: fixtures + "/v\(version).vault", toPath: file)
@@ -498,5 +498,32 @@ private final class TinyFilesystem {
 
         withRawDatabase(scratch.vaultPath) { rawExec($0, "DELETE FROM rules") }
         #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).accessPolicy() }
+    }
+
+    /// 8 -> 9: the storage adds the table of content blocks; no record changes. The large item
+    /// a format 8 vault stored whole still reads, and takes blocks when next written; the
+    /// number set back to 8 is refused, as the header's MAC binds 9.
+    @Test func aVersion8VaultsLargeItemReadsAndTakesBlocksWhenWritten() throws {
+        let scratch = Scratch()
+        try copyFixture(to: scratch.vaultPath, version: 8)
+        #expect(formatVersion(scratch.vaultPath) == 8)
+        let before = records(scratch.vaultPath)
+        let big = (0..<10_000).map { UInt8(($0 * 7) % 251) }
+
+        let vault = try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase())
+        #expect(formatVersion(scratch.vaultPath) == currentFormat)
+        #expect(records(scratch.vaultPath) == before)
+        #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM content_blocks") == 0)
+        #expect(try vault.read(path("app/big")).testBytes == big)
+        #expect(try vault.read(path("app/token")).testBytes == Array("ghp_v8FixtureToken".utf8))
+        #expect(try vault.verify().isEmpty)
+
+        try vault.store(secret(big.reversed()), at: path("app/big"))
+        #expect(rawInteger(scratch.vaultPath, "SELECT count(*) FROM content_blocks") == 3)
+        #expect(try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()).read(path("app/big")).testBytes == big.reversed())
+        #expect(try vault.verify().isEmpty)
+
+        withRawDatabase(scratch.vaultPath) { rawExec($0, "PRAGMA user_version = 8") }
+        #expect(throws: VaultError.self) { try Vault.open(at: scratch.vaultPath, passphrase: try fixturePassphrase()) }
     }
 }

@@ -18,7 +18,7 @@ struct RecordPlace {
 /// generation or (for a node's attributes) the attribute's tag within the node, so a ciphertext
 /// copied, swapped or moved to another row or column fails to open.
 final class RecordCipher: GenerationSealer {
-    private enum Purpose: UInt8 {
+    enum Purpose: UInt8 {
         case keySlot = 1, name = 2, attributes = 3, content = 4, attributeName = 5, attributeValue = 6
         case rules = 7
         /// Sealed boxes take no associated data: this one goes into the batch's plaintext.
@@ -29,6 +29,10 @@ final class RecordCipher: GenerationSealer {
         /// explicit in the one place that says what every record is bound to. When-unlocked
         /// contents keep purpose 4, so contents sealed before classes existed stay valid.
         case afterFirstUnlockContent = 9, thisDeviceOnlyContent = 10
+        /// Format 9: the blocks of a large item's content and the map of their generations,
+        /// one purpose per class for the reason above (`RecordCipher+ContentBlocks`).
+        case whenUnlockedBlock = 11, afterFirstUnlockBlock = 12, thisDeviceOnlyBlock = 13
+        case whenUnlockedBlockMap = 14, afterFirstUnlockBlockMap = 15, thisDeviceOnlyBlockMap = 16
     }
 
     /// What an access log batch's plaintext names itself as (see `AccessLogBatch`).
@@ -103,7 +107,7 @@ final class RecordCipher: GenerationSealer {
         return ad
     }
 
-    private func associatedData(_ purpose: Purpose, _ place: RecordPlace, binding: UInt64) -> [UInt8] {
+    func associatedData(_ purpose: Purpose, _ place: RecordPlace, binding: UInt64) -> [UInt8] {
         RecordCipher.associatedData(purpose, vaultID: vaultID, subject: place.node.rawValue, binding: binding) + place.incarnation
     }
 
@@ -219,7 +223,7 @@ final class RecordCipher: GenerationSealer {
     }
 
     /// The key and purpose of a class's contents.
-    private func content(_ accessibility: AccessibilityClass) throws(VaultError) -> (Subkey, Purpose) {
+    func content(_ accessibility: AccessibilityClass) throws(VaultError) -> (Subkey, Purpose) {
         switch accessibility {
         case .whenUnlocked: return (try required(keys.content), .content)
         case .afterFirstUnlock: return (try required(keys.afterFirstUnlockContent), .afterFirstUnlockContent)

@@ -21,6 +21,13 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
         count = 0
     }
 
+    /// An empty buffer: no memory until it grows.
+    public init() {
+        base = nil
+        capacity = 0
+        count = 0
+    }
+
     /// A buffer holding a copy of `bytes` (for material that is already outside, such as a
     /// buffer the kernel handed over, which the caller then wipes).
     public init(copying bytes: UnsafeRawBufferPointer) throws(VaultError) {
@@ -37,6 +44,13 @@ public struct SecureBuffer: ~Copyable, @unchecked Sendable {
     /// Reads the data bytes.
     public func withUnsafeBytes<R: ~Copyable, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Reads the first `length` bytes of the capacity: the data, then zeros (a padded copy
+    /// without a second buffer).
+    public func withPaddedBytes<R: ~Copyable, E: Error>(_ length: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        precondition(length >= count && length <= capacity, "padding outside the capacity")
+        return try body(UnsafeRawBufferPointer(start: base, count: length))
     }
 
     /// Writes into the whole capacity; `body` returns the new data count.

@@ -12,8 +12,9 @@ import Synchronization
 /// `sodium_malloc` itself would put it, so an overrun still faults.
 enum SecureMemory {
     static let slotSize = 4096
-    /// At most this many wiped slots wait for reuse (each keeps two pages locked).
-    static let keptSlots = 16
+    /// At most this many wiped slots wait for reuse (each keeps two pages locked): enough for the
+    /// content blocks (one slot each, `ItemContent`) of a read of a few hundred KiB.
+    static let keptSlots = 64
 
     private static let spareSlots = OrderedMutex<[UInt]>(.secureMemorySlots, [])
 

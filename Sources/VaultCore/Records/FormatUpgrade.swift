@@ -16,6 +16,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 6, run: upgradeTo6),
         FormatUpgrade(target: 7, run: upgradeTo7),
         FormatUpgrade(target: 8, run: upgradeTo8),
+        FormatUpgrade(target: 9, run: upgradeTo9),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -69,6 +70,13 @@ struct FormatUpgrade: Sendable {
         }
         try store.resealMembersMAC()
         try sealFormatInHeader(store, as: 8)
+    }
+
+    /// 8 -> 9. The storage adds the (empty) table of content blocks; no record changes: whole
+    /// contents of large items still read, and take blocks at their next write. The new number
+    /// keeps format 8 code, which would take a block map for a damaged content, away.
+    private static func upgradeTo9(_ store: NodeStore) throws(VaultError) {
+        try sealFormatInHeader(store, as: 9)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.

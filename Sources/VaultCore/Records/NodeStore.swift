@@ -28,7 +28,7 @@ struct NodeStore {
     /// What to do with a row's sealed name: it is only opened when a caller needs it (listing)
     /// or found the row through it (lookup); reaching a node by id relies on its attributes,
     /// which are bound to the node's id and incarnation.
-    private enum NameCheck {
+    enum NameCheck {
         case skip
         case expect(ItemName)
         case decode
@@ -40,7 +40,7 @@ struct NodeStore {
     /// Authenticates a row: its attributes always, its name as `names` says. While locked, only
     /// dictionaries and after-first-unlock items pass; anything else is `.locked` (an older
     /// record's key is gone anyway), so no operation can reach another item by mistake.
-    private func authenticate(_ row: NodeRow, names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
+    func authenticate(_ row: NodeRow, names: NameCheck = .skip) throws(VaultError) -> (NodeRecord, ItemName?) {
         let place = RecordPlace(node: row.id, incarnation: row.incarnation)
         guard let attributes = try cipher.openAttributes(row.sealedAttributes, place), attributes.kind.rawValue == row.kind else {
             throw .integrityFailure(describe(place.node))
@@ -128,19 +128,30 @@ struct NodeStore {
         try storage.hasChildren(id)
     }
 
+    /// Inside the transaction `record` was read in, so its blocks are of the same version.
     func content(of record: NodeRecord) throws(VaultError) -> SecureBuffer {
-        try content(of: record, sealed: try storage.sealedContent(of: record.id))
+        try wholeContent(of: record, sealed: try storage.sealedContent(of: record.id))
     }
 
-    /// The item `id` and its content, read in one storage call: what an open needs.
+    /// The item `id` and its content from one snapshot: one storage call for a small item, a
+    /// read transaction for a large one, whose blocks must be of the row's version.
     func item(_ id: NodeID) throws(VaultError) -> Vault.ItemSnapshot {
         guard let (row, sealed) = try storage.nodeAndContent(id) else { throw .notFound(id == .root ? "/" : "node \(id)") }
         let record = try authenticate(row).0
         guard record.kind == .item else { throw .isADictionary(describe(id)) }
-        return Vault.ItemSnapshot(node: record.node, content: try content(of: record, sealed: sealed))
+        guard NodeStore.isBlocked(record.attributes.size) else {
+            return Vault.ItemSnapshot(node: record.node, content: try content(of: record, sealed: sealed))
+        }
+        return try storage.read { () throws(VaultError) -> Vault.ItemSnapshot in
+            guard let (row, sealed) = try storage.nodeAndContent(id) else { throw .notFound("node \(id)") }
+            let record = try authenticate(row).0
+            guard record.kind == .item else { throw .isADictionary(describe(id)) }
+            return Vault.ItemSnapshot(node: record.node, content: try wholeContent(of: record, sealed: sealed))
+        }
     }
 
-    private func content(of record: NodeRecord, sealed: [UInt8]?) throws(VaultError) -> SecureBuffer {
+    /// A content stored whole (see `NodeStore+Content`).
+    func content(of record: NodeRecord, sealed: [UInt8]?) throws(VaultError) -> SecureBuffer {
         let accessibility = record.attributes.accessibility
         guard let sealed else { throw .integrityFailure(describe(record.id)) }
         let opened: SecureBuffer?
@@ -177,7 +188,7 @@ struct NodeStore {
         var chosen = AccessibilityClass.whenUnlocked
         if let accessibility { chosen = accessibility } else { chosen = try defaultClass(below: parent) }
         try checkClassAllowed(chosen, for: describe(parent.id, appending: name))
-        let sealed = try cipher.sealContent(content, place, generation: 1, accessibility: chosen)
+        let sealed = try storeContent(content, place, generation: 1, accessibility: chosen, previousSize: nil)
         if chosen == .afterFirstUnlock { try resealAncestorsInCurrentLayout(from: parent.id) }
         return try insertRow(place, name: name, in: parent, kind: .item, mode: mode, size: content.count, sealedContent: sealed,
                              accessibility: chosen)
@@ -224,8 +235,8 @@ struct NodeStore {
         var content = try content(of: record)
         attributes.accessibility = accessibility
         attributes.changed = max(time, attributes.changed)
-        let sealed = try cipher.sealContent(inPlace: &content, record.place, generation: attributes.contentGeneration,
-                                            accessibility: accessibility)
+        let sealed = try storeContent(inPlace: &content, record.place, generation: attributes.contentGeneration,
+                                      accessibility: accessibility, previousSize: record.attributes.size)
         if accessibility == .afterFirstUnlock { try resealAncestorsInCurrentLayout(from: record.parent) }
         try storage.updateAttributesAndContent(of: record.id, sealedAttributes: cipher.sealAttributes(attributes, record.place),
                                                sealedContent: sealed)
@@ -270,12 +281,13 @@ struct NodeStore {
     func writeContent(_ content: borrowing SecureBuffer, of record: NodeRecord, modified: Timestamp,
                       changed: Timestamp? = nil) throws(VaultError) -> NodeAttributes {
         try writeContent(count: content.count, of: record, modified: modified, changed: changed) { (place, generation) throws(VaultError) in
-            try cipher.sealContent(content, place, generation: generation, accessibility: record.attributes.accessibility)
+            try storeContent(content, place, generation: generation, accessibility: record.attributes.accessibility,
+                             previousSize: record.attributes.size)
         }
     }
 
     /// Replaces an item's content with what `seal` encrypts for its place and new generation,
-    /// under the key of the item's class.
+    /// under the key of the item's class (storing blocks itself when the content is large).
     func writeContent(count: Int, of record: NodeRecord, modified: Timestamp, changed: Timestamp?,
                       seal: (RecordPlace, UInt64) throws(VaultError) -> [UInt8]) throws(VaultError) -> NodeAttributes {
         var attributes = record.attributes
