@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import Testing
 
@@ -99,7 +98,7 @@ import Testing
         #expect(before.contains { $0.count > 3 * 4000 }, "the script left no large item")
         #expect(try m.cli.cli(["verify"]).status == 0)
         m.unmountQuietly()
-        #expect(ContentBlockMountTests.count(m.vault, "SELECT count(*) FROM content_blocks") > 0)
+        #expect(try !ContentBlockMountTests.blocks(m.vault).isEmpty)
     }
 
     /// A write in the middle of a large item stores the blocks it touched, not the item: the
@@ -109,7 +108,7 @@ import Testing
         let content = (0..<400_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         #expect(writeFile(m.path("big"), content) == 0)
         m.unmountQuietly()
-        let before = ContentBlockMountTests.blocks(m.vault)
+        let before = try ContentBlockMountTests.blocks(m.vault)
         #expect(before.count == 100)
         #expect(try m.mount().status == 0)
         let written = try run("/usr/bin/python3", ["-c", """
@@ -121,33 +120,16 @@ import Testing
         for i in (40_000 - 5)..<(40_000 + 5) { expected[i] = UInt8(ascii: "Z") }
         #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("big"))) == Data(expected))
         m.unmountQuietly()
-        let after = ContentBlockMountTests.blocks(m.vault)
+        let after = try ContentBlockMountTests.blocks(m.vault)
         let changed = before.keys.filter { before[$0] != after[$0] }.sorted()
         #expect(changed == [9, 10])
     }
 
-    static func count(_ vault: String, _ sql: String) -> Int64 {
-        var db: OpaquePointer?
-        precondition(sqlite3_open_v2(vault, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
-        defer { sqlite3_close(db) }
-        var statement: OpaquePointer?
-        precondition(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
-        defer { sqlite3_finalize(statement) }
-        precondition(sqlite3_step(statement) == SQLITE_ROW)
-        return sqlite3_column_int64(statement, 0)
-    }
-
-    /// Every block row's ciphertext by index (one item in the vault).
-    static func blocks(_ vault: String) -> [Int64: Data] {
-        var db: OpaquePointer?
-        precondition(sqlite3_open_v2(vault, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
-        defer { sqlite3_close(db) }
-        var statement: OpaquePointer?
-        precondition(sqlite3_prepare_v2(db, "SELECT idx, sealed FROM content_blocks", -1, &statement, nil) == SQLITE_OK)
-        defer { sqlite3_finalize(statement) }
-        var rows: [Int64: Data] = [:]
-        while sqlite3_step(statement) == SQLITE_ROW {
-            rows[sqlite3_column_int64(statement, 0)] = Data(bytes: sqlite3_column_blob(statement, 1), count: Int(sqlite3_column_bytes(statement, 1)))
+    /// Every block row's ciphertext by index (one item in the vault), as the file holds them.
+    static func blocks(_ vault: String) throws -> [Int64: [UInt8]] {
+        var rows: [Int64: [UInt8]] = [:]
+        for (index, sealed) in try StorageEngine.sqlite.rawRows(vault).blobs("content_blocks", "sealed", key: "idx", where: "1 = 1") {
+            rows[index] = sealed
         }
         return rows
     }
