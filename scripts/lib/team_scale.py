@@ -64,12 +64,16 @@ class TeamScale:
         largest = max(self.mounts)
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            keys = list(pool.map(self.member_key, ["fan%d" % k for k in range(largest)]))
+            keys = list(pool.map(self.member_key, ["fan%d" % k for k in range(largest + 1)]))
         for k, key in enumerate(keys):
             ctx.sh([ctx.KFS, "member", "add", "--vault", vault, "--passphrase-file", ctx.PW, self.public_key(key), "--name", "fan%d" % k])
         self.setup["fan-out members"] = time.perf_counter() - start
+        # The writer: one more mount, as another machine of the team, not counted among the N.
+        writer = os.path.join(ctx.work, "team-writer")
+        self.mount(vault, keys[largest], writer)
+        os.makedirs(os.path.join(writer, "shared"))
         points = []
-        baseline = self.client_connections()[0]  # the bench's other mounts still up
+        baseline = self.client_connections()[0]  # the writer and the bench's other mounts still up
         try:
             for n in sorted(self.mounts):
                 start, before = time.perf_counter(), len(points)
@@ -78,17 +82,17 @@ class TeamScale:
                     self.mount(vault, keys[len(points)], mp)
                     points.append(mp)
                 mounting = time.perf_counter() - start
-                if n == min(self.mounts):
-                    os.makedirs(os.path.join(points[0], "shared"), exist_ok=True)
-                self.fanout[n] = self.measure_fan_out(points, baseline)
+                self.fanout[n] = self.measure_fan_out(writer, points, baseline)
                 self.fanout[n]["mount each"] = mounting / (n - before)
         finally:
             for mp in reversed(points):
                 self.unmount(mp)
+            self.unmount(writer)
 
-    def measure_fan_out(self, points, baseline):
+    def measure_fan_out(self, writer, points, baseline):
         ctx = self.ctx
         idle_total, idle_listening = self.client_connections()
+        idle_listening -= 1  # the writer's listener
         seen_max = [idle_total]
         done = threading.Event()
 
@@ -102,11 +106,11 @@ class TeamScale:
             for i in range(self.changes):
                 value = "team change %d of %d mounts\n" % (i, len(points))
                 path = os.path.join("shared", "item%d" % (i % 3))
-                with open(os.path.join(points[0], path), "w") as f:
+                with open(os.path.join(writer, path), "w") as f:
                     f.write(value)
                 start = time.perf_counter()
                 deadline = start + 30
-                waiting = list(points[1:])
+                waiting = list(points)
                 while waiting:
                     still = []
                     for mp in waiting:
@@ -129,7 +133,7 @@ class TeamScale:
             sampler.join()
         rss = sum(ctx.rss_mib(ctx.daemon_pid(mp)) for mp in points)
         return {"to all median": statistics.median(to_all), "to all max": max(to_all),
-                "to each median": statistics.median(to_each) if to_each else None,
+                "to each median": statistics.median(to_each),
                 "connections": idle_total - baseline, "listening": idle_listening, "connections max": seen_max[0] - baseline,
                 "rss total": rss}
 
@@ -201,15 +205,15 @@ class TeamScale:
         out = []
         if self.fanout:
             out += ["", "Team vault fan-out: one vault in PostgreSQL (the bench's server, Unix socket) mounted by N daemons on this "
-                    "machine, each with a member key of its own; a change written through one mount, every other mount's file "
-                    "read until it holds it (%d changes per row). Connections: the server's client sessions the mounts add." % self.changes, "",
+                    "machine, each with a member key of its own; a change written through one more mount (the writer, as another "
+                    "machine), every mount's file read until it holds it (%d changes per row). Connections: the server's client "
+                    "sessions the N mounts add (the writer's left out); RSS: the N daemons'." % self.changes, "",
                     "| mounts | change seen by every mount, median | slowest | one mount, median | connections | of them only listening "
                     "| connections at most during the changes | daemons' RSS, total | mount each |",
                     "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
             for n, figures in sorted(self.fanout.items()):
-                each = figures["to each median"]
-                out.append("| %d | %.1f ms | %.1f ms | %s | %d | %d | %d | %.0f MiB | %.2f s |" % (
-                    n, figures["to all median"] * 1e3, figures["to all max"] * 1e3, "%.1f ms" % (each * 1e3) if each is not None else "",
+                out.append("| %d | %.1f ms | %.1f ms | %.1f ms | %d | %d | %d | %.0f MiB | %.2f s |" % (
+                    n, figures["to all median"] * 1e3, figures["to all max"] * 1e3, figures["to each median"] * 1e3,
                     figures["connections"], figures["listening"], figures["connections max"], figures["rss total"], figures["mount each"]))
         if self.many:
             size, count = self.rows_in_many
