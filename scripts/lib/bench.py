@@ -747,7 +747,8 @@ team = None  # team_scale.TeamScale once measured
 def team_scale_section(socket):
     import types, team_scale
     context = types.SimpleNamespace(KFS=KFS, PW=PW, work=work, sh=sh, timed=timed, mounted=mounted, psql=psql, socket=socket,
-                                    daemon_pid=daemon_pid, rss_mib=rss_mib, runs=args.runs, POSTGRES_BIN=POSTGRES_BIN)
+                                    daemon_pid=daemon_pid, rss_mib=rss_mib, runs=args.runs, POSTGRES_BIN=POSTGRES_BIN,
+                                    start_daemon=start_daemon, stop_daemon=stop_daemon, postgres_directories=postgres_directories)
     mounts = [1, 10] if args.quick and args.team_mounts == "1,10,50" else [int(n) for n in args.team_mounts.split(",")]
     vaults = 100 if args.quick and args.team_vaults == 1000 else args.team_vaults
     return team_scale.run(context, mounts, vaults, args.team_changes)

@@ -3,11 +3,12 @@
 Two parts:
 - fan-out: one vault in PostgreSQL mounted by 1, 10 and 50 daemons on this machine (each its own
   mountpoint and its own member key, as each person of a team would mount it): the time from a
-  change written through one mount until every mount reads it, the server's client connections
+  change written through one more mount (the writer) until every mount reads it, the server's client connections
   meanwhile and the daemons' RSS;
 - many vaults: 1 000 vaults in one database, each with a member key of its own and the same 100
   items, against a database holding one such vault alone: `ls -l` and `cat` through a fresh mount
-  of one of them, and `keychainfs ls` / `get` through its daemon and opening it with the member key.
+  of one of them, and `keychainfs ls` / `get` through its daemon and opening it with the member key;
+- a hot standby of the server: what `keychainfs get` says there.
 
 Member keys and vaults use the `interactive` Argon2id preset so that setting up 1 000 vaults (two
 key derivations each, three with the import) takes minutes, not an hour; it does not change what
@@ -23,6 +24,7 @@ class TeamScale:
         self.fanout = {}  # mounts -> dict of figures
         self.many = {}  # database label -> {measure: [seconds]}
         self.setup = {}  # what setting up took, seconds
+        self.standby = None  # what a command against a hot standby of the server said
 
     # Helpers over the bench's own.
 
@@ -165,6 +167,7 @@ class TeamScale:
                 made = list(pool.map(lambda name: self.make_vault(database, name, items_dir), names))
             self.setup["%d vaults" % count] = time.perf_counter() - start
             targets[database] = made[count // 2]
+        self.target = targets["many"]
         self.rows_in_many = self.table_rows("many")
         for run in range(ctx.runs):
             for database, (vault, key) in targets.items():
@@ -199,6 +202,44 @@ class TeamScale:
         record("keychainfs get team/s42 --member-key (opens the vault)",
                ctx.timed([ctx.KFS, "get", "--vault", vault, "--member-key", key, "--passphrase-file", ctx.PW, "team/s42"]))
 
+    # A read replica.
+
+    def hot_standby(self):
+        """A hot standby of the bench's server (pg_basebackup -R, streaming): what `keychainfs get`
+        of an item of the many-vaults database says there. Every open LISTENs on the vault's
+        channel, which a standby refuses."""
+        ctx = self.ctx
+        import tempfile
+        directory = tempfile.mkdtemp(prefix="keychainfs-bench-standby.")
+        ctx.postgres_directories.append(directory)
+        socket = os.path.join(directory, "socket")
+        os.makedirs(socket)
+        as_server = []
+        if os.getuid() == 0:  # as start_postgres: the server refuses root
+            import pwd
+            user = pwd.getpwnam("postgres")
+            for path in (directory, socket):
+                os.chown(path, user.pw_uid, user.pw_gid)
+            as_server = ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--init-groups", "--"]
+        data = os.path.join(directory, "data")
+        ctx.sh(as_server + [os.path.join(ctx.POSTGRES_BIN, "pg_basebackup"), "-h", ctx.socket, "-U", "postgres", "-D", data, "-R", "-X", "stream"])
+        log = open(os.path.join(directory, "server.log"), "wb")
+        server = ctx.start_daemon(as_server + [os.path.join(ctx.POSTGRES_BIN, "postgres"), "-D", data, "-k", socket, "-c", "listen_addresses=",
+                                               "-c", "max_connections=250"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while subprocess.run([os.path.join(ctx.POSTGRES_BIN, "pg_isready"), "-q", "-h", socket]).returncode != 0:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the standby did not start: " + open(os.path.join(directory, "server.log")).read()[-300:])
+                time.sleep(0.05)
+            vault, key = self.target
+            on_standby = vault.replace("host=" + ctx.socket, "host=" + socket)
+            done = subprocess.run([ctx.KFS, "get", "--vault", on_standby, "--member-key", key, "--passphrase-file", ctx.PW, "team/s42"],
+                                  capture_output=True, text=True)
+            self.standby = (done.returncode, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout.strip())
+        finally:
+            ctx.stop_daemon(server)
+
     # Report.
 
     def lines(self):
@@ -225,6 +266,9 @@ class TeamScale:
                 many, one = statistics.median(self.many["many"][label]), statistics.median(self.many["one"][label])
                 out.append("| %s | %.4f | %.4f | %.2f |" % (label, many, one, many / one))
             out += ["", "Setting up: " + "; ".join("%s %.0f s" % item for item in self.setup.items()) + " (`interactive` Argon2id)."]
+        if self.standby:
+            out += ["", "A hot standby of the server (pg_basebackup -R, streaming): `keychainfs get` of one of those items there: exit status "
+                    "%d, `%s`." % self.standby]
         return out
 
     def csv_rows(self):
@@ -237,6 +281,8 @@ class TeamScale:
             for label, seconds in measures.items():
                 rows.append(("team vault in a database of %s: %s, s" % (self.rows_in_many[1] if database == "many" else 1, label),
                              statistics.median(seconds)))
+        if self.standby:
+            rows.append(("team vault on a hot standby: keychainfs get exit status", self.standby[0]))
         return rows
 
 
@@ -244,4 +290,5 @@ def run(ctx, mounts, vaults, changes):
     scale = TeamScale(ctx, mounts, vaults, changes)
     scale.fan_out()
     scale.many_vaults()
+    scale.hot_standby()
     return scale
