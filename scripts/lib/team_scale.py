@@ -1,10 +1,10 @@
 """Team vaults at scale, for scripts/bench (bench.py calls run() once, on its own PostgreSQL server).
 
-Two parts:
+Three parts:
 - fan-out: one vault in PostgreSQL mounted by 1, 10 and 50 daemons on this machine (each its own
   mountpoint and its own member key, as each person of a team would mount it): the time from a
-  change written through one more mount (the writer) until every mount reads it, the server's client connections
-  meanwhile and the daemons' RSS;
+  change written through one more mount (the writer) until every mount reads it, the server's
+  client connections meanwhile and the daemons' RSS;
 - many vaults: 1 000 vaults in one database, each with a member key of its own and the same 100
   items, against a database holding one such vault alone: `ls -l` and `cat` through a fresh mount
   of one of them, and `keychainfs ls` / `get` through its daemon and opening it with the member key;
