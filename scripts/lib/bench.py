@@ -21,6 +21,12 @@ parser.add_argument("--small-secrets-only", action="store_true",
                     help="only the per-item rows (echo >, cat, ls -lR, rename, delete, fsync each): no parallel, 1 MiB or mixed work")
 parser.add_argument("--mixed-ops", type=int, default=10000,
                     help="operations per process in the mixed-work section (fsstress-like, 4 processes; 0 leaves it out)")
+# Team vaults at scale (scripts/lib/team_scale.py): on by default with the PostgreSQL column.
+parser.add_argument("--no-team-scale", action="store_true", help="leave out team vaults at scale (many mounts, many vaults)")
+parser.add_argument("--team-scale-only", action="store_true", help="only team vaults at scale, on the bench's own PostgreSQL server")
+parser.add_argument("--team-mounts", default="1,10,50", help="mounts of one team vault, one row each (--quick: 1,10)")
+parser.add_argument("--team-vaults", type=int, default=1000, help="vaults in one database (--quick: 100)")
+parser.add_argument("--team-changes", type=int, default=10, help="changes timed per row of mounts")
 args = parser.parse_args()
 KFS = args.keychainfs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -496,7 +502,9 @@ def start_postgres():
     sh(as_server + [os.path.join(POSTGRES_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
     log = open(os.path.join(directory, "server.log"), "wb")
     server = start_daemon(as_server + [os.path.join(POSTGRES_BIN, "postgres"), "-D", data, "-k", socket, "-c", "listen_addresses=",
-                                       "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"],
+                                       "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all",
+                                       # Team scale: 50 mounts hold two connections each, past the default 100.
+                                       "-c", "max_connections=250"],
                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while subprocess.run([os.path.join(POSTGRES_BIN, "pg_isready"), "-q", "-h", socket]).returncode != 0:
@@ -772,23 +780,43 @@ def secret_service_lookups():
 direct_gets = []  # seconds per `keychainfs get --passphrase-file`
 postgres_vault = None
 two_mounts = None  # (delays in seconds, statements per call by command)
+team = None  # team_scale.TeamScale once measured
+
+
+def team_scale_section(socket):
+    import types, team_scale
+    context = types.SimpleNamespace(KFS=KFS, PW=PW, work=work, sh=sh, timed=timed, mounted=mounted, psql=psql, socket=socket,
+                                    daemon_pid=daemon_pid, rss_mib=rss_mib, runs=args.runs, POSTGRES_BIN=POSTGRES_BIN,
+                                    start_daemon=start_daemon, stop_daemon=stop_daemon, postgres_directories=postgres_directories)
+    mounts = [1, 10] if args.quick and args.team_mounts == "1,10,50" else [int(n) for n in args.team_mounts.split(",")]
+    vaults = 100 if args.quick and args.team_vaults == 1000 else args.team_vaults
+    return team_scale.run(context, mounts, vaults, args.team_changes)
+
+
 try:
-    if args.vault_sizes_only:
+    if args.team_scale_only:
+        postgres_socket = start_postgres()
+        if postgres_socket is None:
+            raise RuntimeError("team scale: " + unavailable["postgresql"])
+        team = team_scale_section(postgres_socket)
+    elif args.vault_sizes_only:
         vault_sizes()
     elif not args.secret_service_only and not args.no_postgres:
         postgres_socket = start_postgres()
         if postgres_socket is not None:
             postgres_vault = "postgresql:///bench?host=%s&user=postgres#bench" % postgres_socket
-    if not args.secret_service_only and not args.vault_sizes_only:
+    if not args.secret_service_only and not args.vault_sizes_only and not args.team_scale_only:
         kfs = filesystem_workloads()
         if postgres_vault is not None:
             two_mounts = postgres_two_mounts(postgres_socket)
+            if not args.no_team_scale and not args.workloads_only and not args.small_secrets_only:
+                team = team_scale_section(postgres_socket)
         if not args.workloads_only:  # a quick look while working on the filesystem
             mount_times_and_vault_sizes(kfs)
             tpm_pin_mount_times()
-    if not args.workloads_only and not args.vault_sizes_only:
+    if not args.workloads_only and not args.vault_sizes_only and not args.team_scale_only:
         secret_service_lookups()
-    if not args.secret_service_only and not args.vault_sizes_only:
+    if not args.secret_service_only and not args.vault_sizes_only and not args.team_scale_only:
         durable_commit_cost()
 finally:
     cleanup()
@@ -901,6 +929,8 @@ if ss_lookup is not None:
               "| `keychainfs get` through the daemon / `secret-tool lookup` | %s |  |  |" % f(ss_get / ss_lookup, 2),
               "| `keychainfs get` with the passphrase / through the daemon | %s |  |  |" % f(ss_direct / ss_get, 1),
               "", "`/bin/true` in the same loop (what starting a process costs): %s ms per call." % ms(per_call[("true", "none")])]
+if team is not None:
+    lines += team.lines()
 report = "\n".join(lines)
 print(report)
 if args.workloads_only:
@@ -919,6 +949,9 @@ with open(os.path.join(ROOT, "results", "bench-%s.csv" % stamp), "w") as csv:
         for label, (statements, trips, micros) in two_mounts[1].items():
             csv.write('"postgresql statements per %s",,,%f,,\n"postgresql round trips per %s",,,%f,,\n"postgresql us per %s",,,%f,,\n'
                       % (label, statements, label, trips, label, micros))
+    if team is not None:
+        for label, value in team.csv_rows():
+            csv.write('"%s",,,%f,,\n' % (label, value))
     if commit_us:
         csv.write('"durable commit us",,,%f,,\n"commit without sync us",,,%f,,\n' % (commit_us["FULL"], commit_us["NORMAL"]))
     if logging_cost:
