@@ -269,6 +269,8 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
     /// Its sync is a commit on the connection: not alongside others.
     package var syncsAlongsideCommits: Bool { false }
 
+    package var isShared: Bool { true }
+
     package func syncAlongsideCommits() throws(VaultError) {
         try syncCarriedCommits()
     }

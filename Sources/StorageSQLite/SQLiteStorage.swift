@@ -193,6 +193,10 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
     /// is the file's for as long as this connection is open (only the last connection to close
     /// removes it), and a checkpoint that reset it had synced it first. The first time, the
     /// directory too, as SQLite does after creating the WAL.
+    /// One machine's: another process's change (the command line) reaches an open item only
+    /// through this machine's own calls.
+    package var isShared: Bool { false }
+
     package func syncAlongsideCommits() throws(VaultError) {
         let wal = path + "-wal"
         if walDescriptor < 0 {

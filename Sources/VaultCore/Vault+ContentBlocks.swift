@@ -1,7 +1,8 @@
 /// An item's content block by block, for the mount (`ItemContent`): an open reads the item's
 /// row and its first blocks, a read loads what it needs, a close stores what changed.
 extension Vault {
-    /// The blocks an open reads along with the map: what a small read at the start needs.
+    /// The blocks an open reads along with the map: what a small read at the start needs (all of
+    /// them in a shared vault, `VaultStorage.isShared`).
     static let blocksReadAtOpen = 4
 
     public struct OpenedItem {
@@ -21,8 +22,10 @@ extension Vault {
                 let whole = try store.content(of: record, sealed: sealed)
                 return OpenedItem(node: record.node, content: try ItemContent(id: id, whole: whole, version: record.attributes.contentVersion))
             }
+            // A shared vault's item is read whole: another machine may delete its blocks while it is open.
+            let preload = store.storage.isShared ? Int(Int64.max) : Vault.blocksReadAtOpen
             return try store.storage.read { () throws(VaultError) -> OpenedItem in
-                guard let (row, sealed, rows) = try store.storage.nodeAndContent(id, blocks: 0..<Vault.blocksReadAtOpen) else {
+                guard let (row, sealed, rows) = try store.storage.nodeAndContent(id, blocks: 0..<preload) else {
                     throw .notFound(store.describe(id))
                 }
                 let record = try store.authenticate(row).0
@@ -33,7 +36,7 @@ extension Vault {
                     return OpenedItem(node: record.node, content: try ItemContent(id: id, whole: whole, version: record.attributes.contentVersion))
                 }
                 let content = ItemContent(id: id, size: record.attributes.size, version: record.attributes.contentVersion, map: map)
-                try store.openBlocks(rows, wanted: 0..<min(Vault.blocksReadAtOpen, map.generations.count), of: record, map: map) {
+                try store.openBlocks(rows, wanted: 0..<min(preload, map.generations.count), of: record, map: map) {
                     content.received($0, $1)
                 }
                 return OpenedItem(node: record.node, content: content)

@@ -43,6 +43,11 @@ package protocol VaultStorage: AnyObject, Sendable {
     /// Whether `syncAlongsideCommits` can be used now (asked with the storage otherwise idle).
     var syncsAlongsideCommits: Bool { get }
 
+    /// Whether mounts on other machines change the records at any time (PostgreSQL): a mount
+    /// then reads an opened item's blocks all at once, so that a removal elsewhere leaves its
+    /// descriptors what they opened, as a local unlink does.
+    var isShared: Bool { get }
+
     /// What `syncCarriedCommits` does, without this connection, so that other commits may go
     /// on meanwhile (called by one thread at a time, the storage's other calls going on
     /// beside it): every commit that returned before the call is durable when it returns.
