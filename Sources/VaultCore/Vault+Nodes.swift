@@ -131,11 +131,6 @@ extension Vault {
         }
     }
 
-    /// The capacity a buffer of `count` bytes needs to be stored without reallocating.
-    public static func storageCapacity(forContentOf count: Int) -> Int {
-        RecordCipher.contentBucket(for: count)
-    }
-
     /// chmod / utimens: each given value is stored, and the change time becomes now.
     public func setAttributes(of id: NodeID, mode: UInt32? = nil, modified: Timestamp? = nil,
                               accessed: Timestamp? = nil, durable: Bool = true) throws(VaultError) -> Node {

@@ -40,8 +40,6 @@ package enum VaultFormat {
     package static let oldestWithMemberSlotMACs = 7
     /// The first version with a sealed generation (`VaultState`).
     package static let oldestWithGeneration = 8
-    /// The first version that stores large contents in blocks.
-    package static let oldestWithContentBlocks = 9
     /// A content block's plaintext: with the AEAD's nonce and tag and SQLite's row header it
     /// still fits one 4 KiB page, and its locked copy one pooled slot (`SecureMemory`).
     package static let contentBlockBytes = 4000
