@@ -14,7 +14,7 @@ import Testing
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(stat(f.directory + "/data/keychainfs", &info) == 0 && info.st_mode & 0o777 == 0o700)
         let publicKey = try #require(made.stdoutText.split(separator: "\n").last.map(String.init))
-        #expect(publicKey.count == 44)
+        #expect(publicKey.count == 88)
 
         // No passphrase asked (standard input is /dev/null): the public key is stored in clear.
         let shown = try run(keychainfsBinary, ["member", "show"], environment: environment)

@@ -13,7 +13,12 @@ import Testing
         let opened = try MemberKey.open(at: path, passphrase: secret("member one"))
         #expect(opened.publicKey == made)
         #expect(MemberPublicKey(base64: made.base64) == made)
-        #expect(made.base64.count == 44)
+        // X25519 then Ed25519: the key signs team log batches, and its X25519 half is its Ed25519 half converted.
+        #expect(made.base64.count == 88 && made.signingKey != nil && opened.canSign)
+        #expect(MemberPublicKey(bytes: Array(made.bytes.prefix(32))) != nil)
+        var other = made.bytes
+        other[0] ^= 1
+        #expect(MemberPublicKey(bytes: other) == nil, "an X25519 half that is not the Ed25519 half's")
 
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
@@ -47,7 +52,7 @@ import Testing
         let other = try MemberKey.create(at: two, passphrase: secret("same"), kdf: kdf)
         var file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: one)))
         let start = 14  // after the magic
-        file.replaceSubrange(start ..< start + 32, with: other.bytes)
+        file.replaceSubrange(start ..< start + other.bytes.count, with: other.bytes)
         try Data(file).write(to: URL(fileURLWithPath: one))
         #expect(throws: VaultError.wrongPassphrase) { try MemberKey.open(at: one, passphrase: secret("same")) }
     }

@@ -15,7 +15,7 @@ struct MemberAdd: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             guard let key = MemberPublicKey(base64: publicKey) else {
-                throw .invalidArgument("not a member public key: \(Terminal.printable(publicKey)) (expected base64 of \(MemberPublicKey.byteCount) bytes)")
+                throw .invalidArgument("not a member public key: \(Terminal.printable(publicKey)) (expected the base64 that `keychainfs member show` prints)")
             }
             let opened = try vault.openVault()
             try opened.addMember(name: name, publicKey: key)

@@ -14,6 +14,10 @@ struct MemberShow: ParsableCommand {
             let path = key.resolvedPath
             let publicKey = try MemberKey.publicKey(at: path)
             print("member key \(path)")
+            if publicKey.signingKey == nil {
+                // Made before format 11: its X25519 key has no Ed25519 key behind it to sign with.
+                print("this key cannot sign team log entries: make a new one (member init --member-key FILE) and be added with it")
+            }
             print(publicKey.base64)
         }
     }
