@@ -1,7 +1,8 @@
 import VaultCore
 
 /// One access log entry in a `log` reply: time, pid, executable?, unit?, node?, path?, access,
-/// then the decision (0 allowed, 1 denied and its reason, 2 confirmed, 3 refused).
+/// then the decision (0 allowed, 1 denied and its reason, 2 confirmed, 3 refused), then the
+/// member who signed it (a flag, and the name and whether they are a member now).
 enum AccessLogEntryWire {
     static func write(_ entry: AccessLogEntry, to writer: inout ControlWriter) throws(VaultError) {
         try writer.timestamp(entry.time)
@@ -19,6 +20,12 @@ enum AccessLogEntryWire {
             try writer.text(reason)
         case .confirmed(let yes): try writer.integer(UInt8(yes ? 2 : 3))
         }
+        try writer.flag(entry.member != nil)
+        if let member = entry.member {
+            try writer.text(member.name)
+            try writer.flag(member.isMember)
+        }
+        try writer.optionalText(entry.aboutMember)
     }
 
     static func read(from reader: inout ControlReader) throws(VaultError) -> AccessLogEntry {
@@ -36,7 +43,8 @@ enum AccessLogEntryWire {
         case 3: .confirmed(false)
         default: throw ControlReader.malformed("an unknown decision")
         }
+        let member = try reader.flag() ? LoggedMember(name: try reader.text(), isMember: try reader.flag()) : nil
         return AccessLogEntry(time: time, pid: pid, executable: executable, unit: unit, node: node, path: path,
-                              access: access, decision: decision)
+                              access: access, decision: decision, member: member, aboutMember: try reader.optionalText())
     }
 }

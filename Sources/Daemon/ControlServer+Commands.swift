@@ -197,6 +197,7 @@ extension ControlServer {
             }
             try writer.flag(reading.lastSequence != nil)
             if let last = reading.lastSequence { try writer.integer(last) }
+            try writer.flag(reading.hasMembers)
         case .export:
             throw .invalidArgument("export is streamed")
         }

@@ -158,7 +158,7 @@ package struct DaemonSession: Sendable {
                 problems.append(IntegrityProblem(path: try reader.text(), reason: try reader.text()))
             }
             let last = try reader.flag() ? try reader.integer(Int64.self) : nil
-            return AccessLogReading(entries: entries, problems: problems, lastSequence: last)
+            return AccessLogReading(entries: entries, problems: problems, lastSequence: last, hasMembers: try reader.flag())
         }
     }
 

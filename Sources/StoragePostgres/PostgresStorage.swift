@@ -1037,6 +1037,10 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         try db.later("UPDATE access_log SET sealed = $3 WHERE vault = $1 AND sequence = $2", [name, .integer(sequence), .bytes(sealed)])
     }
 
+    package func sealedAccessLogBatch(sequence: Int64) throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT sealed FROM access_log WHERE vault = $1 AND sequence = $2", [name, .integer(sequence)])?[0].bytes
+    }
+
     package func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
         try db.rows("""
             SELECT sequence, first_time, last_time, entries, sealed FROM access_log

@@ -673,6 +673,10 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         try db.run("UPDATE access_log SET sealed = ? WHERE sequence = ?", [.blob(sealed), .integer(sequence)])
     }
 
+    package func sealedAccessLogBatch(sequence: Int64) throws(VaultError) -> [UInt8]? {
+        try db.row("SELECT sealed FROM access_log WHERE sequence = ?", [.integer(sequence)])?[0].blob
+    }
+
     package func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
         var batches: [StoredAccessLogBatch] = []
         try db.query("""

@@ -42,6 +42,13 @@ package final class SeenGenerationFile {
             nv_count   INTEGER,
             PRIMARY KEY (location, vault_id)
         );
+        CREATE TABLE IF NOT EXISTS log_heads (
+            location   BLOB    NOT NULL,
+            vault_id   BLOB    NOT NULL,
+            sequence   INTEGER NOT NULL,
+            digest     BLOB    NOT NULL,
+            PRIMARY KEY (location, vault_id)
+        );
         """
     /// Files made before the TPM counter lack its columns; SQLite adds them in place.
     private static let counterColumns = ["nv_handle", "nv_count"]
@@ -104,6 +111,33 @@ package final class SeenGenerationFile {
                        + "ON CONFLICT (location, vault_id) DO UPDATE SET generation = excluded.generation, "
                        + "header_mac = excluded.header_mac, mac = excluded.mac, nv_handle = excluded.nv_handle, nv_count = excluded.nv_count",
                        key + [.integer(new.generation), .blob(new.headerMAC), .blob(new.mac)] + counter)
+        }
+    }
+
+    /// The newest access log batch recorded for (`location`, `vaultID`): its sequence and
+    /// digest; nil when none is, or the row is malformed.
+    package func logHead(location: [UInt8], vaultID: [UInt8]) throws(VaultError) -> (sequence: Int64, digest: [UInt8])? {
+        guard let row = try db.row("SELECT sequence, digest FROM log_heads WHERE location = ? AND vault_id = ?",
+                                   [.blob(location), .blob(vaultID)]),
+              let sequence = row[0].integer, let digest = row[1].blob else { return nil }
+        return (sequence, digest)
+    }
+
+    /// Records batch `sequence` and its digest as the newest seen, unless that or a newer one is
+    /// (another batch at the same sequence is not newer: it is what replaced the one seen).
+    package func recordLogHead(location: [UInt8], vaultID: [UInt8], sequence: Int64, digest: [UInt8]) throws(VaultError) {
+        try db.writeTransaction { () throws(VaultError) in
+            try db.run("INSERT INTO log_heads (location, vault_id, sequence, digest) VALUES (?, ?, ?, ?) "
+                       + "ON CONFLICT (location, vault_id) DO UPDATE SET sequence = excluded.sequence, digest = excluded.digest "
+                       + "WHERE excluded.sequence > log_heads.sequence",
+                       [.blob(location), .blob(vaultID), .integer(sequence), .blob(digest)])
+        }
+    }
+
+    /// Forgets the newest batch recorded (an older copy of the vault accepted as it is).
+    package func forgetLogHead(location: [UInt8], vaultID: [UInt8]) throws(VaultError) {
+        try db.writeTransaction { () throws(VaultError) in
+            try db.run("DELETE FROM log_heads WHERE location = ? AND vault_id = ?", [.blob(location), .blob(vaultID)])
         }
     }
 }

@@ -153,18 +153,18 @@ struct KeyRotation {
         try storage.setRulesMAC(new.rulesMAC(newRows))
     }
 
-    /// Each batch is opened with the old log key pair and its entries sealed to the new public
-    /// key under the same sequence; the clear columns stay as they are.
+    /// Each batch is opened with the old log key pair and its plaintext sealed to the new public
+    /// key under the same sequence: the clear columns, a chained batch's digest and its
+    /// signature stay as they are.
     private func resealAccessLog(_ counts: inout Counts) throws(VaultError) {
         let oldKeys = try AccessLogKeys(cipher: old)
         let newKeys = try AccessLogKeys(cipher: new)
         for stored in try storage.accessLogBatches(since: nil, afterSequence: nil) {
             guard case .row(let row) = stored else { throw refused("an access log batch (malformed)") }
-            guard case .success(let entries) = try oldKeys.open(row) else {
+            guard case .success = try oldKeys.open(row), let resealed = try oldKeys.reseal(row, to: newKeys.sealer) else {
                 throw refused("access log batch \(row.sequence)")
             }
-            let plain = try AccessLogBatch.encode(entries, vaultID: new.vaultID, sequence: row.sequence)
-            try storage.replaceAccessLogBatch(sequence: row.sequence, sealed: newKeys.sealer.seal(plain))
+            try storage.replaceAccessLogBatch(sequence: row.sequence, sealed: resealed)
             counts.accessLogBatches += 1
         }
     }

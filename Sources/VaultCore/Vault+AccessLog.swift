@@ -16,8 +16,8 @@ extension Vault {
         // Unseen by this connection's change token: the mount's own log batches change nothing
         // that a listing or the rules read. A sealer the caller kept from before a rotation is
         // replaced by the current one.
-        try appendingToLog(given: sealer) { (storage, current) throws(VaultError) in
-            try current.append(entries, to: storage, bounds: bounds)
+        try appendingToLog(given: sealer) { (storage, current, signer, seen) throws(VaultError) -> LogHead? in
+            try current.append(entries, to: storage, bounds: bounds, signer: signer, seen: seen)
         }
     }
 
@@ -29,10 +29,17 @@ extension Vault {
                               decision: .allowed)
     }
 
+    /// The entry of a member added or removed by this process.
+    static func ownMembershipChange(_ access: LoggedAccess, of member: String) -> AccessLogEntry {
+        let me = ProcessIdentity(pid: getpid())
+        return AccessLogEntry(pid: getpid(), executable: me.executable?.path, unit: me.unit, access: access, decision: .allowed,
+                              aboutMember: member)
+    }
+
     /// The same inside a transaction the caller holds (a rule change and its entry commit together).
     func appendAccessLog(_ entries: [AccessLogEntry], in store: NodeStore, bounds: AccessLogBounds = .default) throws(VaultError) {
         guard !entries.isEmpty, bounds.isEnabled else { return }
-        try AccessLogKeys(cipher: store.cipher).sealer.append(entries, to: store.storage, bounds: bounds)
+        _ = try AccessLogKeys(cipher: store.cipher).sealer.append(entries, to: store.storage, bounds: bounds, signer: store.signer)
     }
 
     /// Batches, entries and the newest sequence; needs no key (works while locked).
@@ -47,10 +54,11 @@ extension Vault {
     public func accessLog(since: Int64? = nil, afterSequence: Int64? = nil) throws(VaultError) -> AccessLogReading {
         try reading(naming: .paths) { (store) throws(VaultError) -> AccessLogReading in
             let keys = try AccessLogKeys(cipher: store.cipher)
+            let signers = try memberSigningKeys(store)
             var entries: [AccessLogEntry] = []
             var problems: [IntegrityProblem] = []
             var last = afterSequence
-            for (sequence, outcome) in try openBatches(store, keys, since: since, afterSequence: afterSequence) {
+            for (sequence, outcome) in try openBatches(store, keys, signers, since: since, afterSequence: afterSequence) {
                 switch outcome {
                 case .success(let batch): entries += batch
                 case .failure(let defect): problems.append(AccessLogDefect.problem(sequence, defect))
@@ -65,27 +73,91 @@ extension Vault {
                 }
             }
             if since != nil { entries.removeAll { $0.time.seconds < since! } }
-            return AccessLogReading(entries: entries, problems: problems, lastSequence: last)
+            return AccessLogReading(entries: entries, problems: problems, lastSequence: last, hasMembers: !signers.isEmpty)
         }
+    }
+
+    /// Each member's name and the signing key their slot names (nil for a key that has none);
+    /// slots whose MAC does not hold (added without the vault's key) vouch for nobody.
+    private func memberSigningKeys(_ store: NodeStore) throws(VaultError) -> [[UInt8]: [UInt8]?] {
+        guard try store.storage.formatVersion() >= VaultFormat.oldestWithMembers else { return [:] }
+        var keys: [[UInt8]: [UInt8]?] = [:]
+        for row in try store.storage.memberSlots() {
+            let vouched = try store.cipher.withMasterKey { (master) throws(VaultError) -> Bool in
+                (try? MemberSlot.check(row, vaultID: store.cipher.vaultID, master: master)) != nil
+            }
+            guard vouched, let key = MemberPublicKey(bytes: row.publicKey) else { continue }
+            keys[row.name] = .some(key.signingKey)
+        }
+        return keys
     }
 
     /// Every batch opened in order, and a gap in the sequences (pruning removes only the oldest,
     /// so one means batches were deleted). Without `since` only: batch times need not grow with
     /// their sequences (the clock may go back), so a time filter may leave gaps of its own.
-    private func openBatches(_ store: NodeStore, _ keys: borrowing AccessLogKeys, since: Int64?,
+    /// From format 11 every batch must be chained, and name the digest of the one before it
+    /// when that one was read; a signed batch's entries name its member, whose slot must name
+    /// the key that signed it (a name no slot has is a former member's).
+    private func openBatches(_ store: NodeStore, _ keys: borrowing AccessLogKeys, _ signers: [[UInt8]: [UInt8]?], since: Int64?,
                              afterSequence: Int64?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
+        let chained = try store.storage.formatVersion() >= VaultFormat.oldestWithChainedLog
+        let whole = since == nil && afterSequence == nil
+        let seen = whole ? SeenLogHeads.recorded(location: seenLocation, vaultID: store.cipher.vaultID) : nil
+        var digestAtSeen: [UInt8]? = nil
+        var newest: LogHead? = nil
         var outcomes: [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] = []
         var previous = afterSequence
+        var previousDigest: [UInt8]? = nil
+        defer {
+            // Only a log that passed every check is recorded as seen.
+            if whole, let newest, !outcomes.contains(where: { if case .failure = $0.1 { true } else { false } }) {
+                SeenLogHeads.record(newest, location: seenLocation, vaultID: store.cipher.vaultID)
+            }
+        }
         for stored in try store.storage.accessLogBatches(since: since, afterSequence: afterSequence) {
             switch stored {
             case .malformed(let sequence):
                 outcomes.append((sequence, .failure(.malformedRow)))
+                previousDigest = nil
             case .row(let row):
                 if since == nil, let previous, row.sequence != previous + 1 {
                     outcomes.append((row.sequence, .failure(.missingBatches(after: previous, next: row.sequence))))
                 }
-                outcomes.append((row.sequence, try keys.open(row)))
+                let follows = previous.map { row.sequence == $0 + 1 } ?? false
+                let opened = try keys.open(row)
+                let outcome = opened.flatMap { (opened) -> Result<[AccessLogEntry], AccessLogDefect> in
+                    guard let chain = opened.chain else { return chained ? .failure(.unchained) : .success(opened.entries) }
+                    if follows, let previousDigest, chain.previous != previousDigest {
+                        return .failure(.chainBroken(after: row.sequence - 1))
+                    }
+                    guard let signer = chain.signer else { return .success(opened.entries) }
+                    let name = String(decoding: signer.name, as: UTF8.self)
+                    let member: LoggedMember
+                    switch signers[signer.name] {
+                    case .none: member = LoggedMember(name: name, isMember: false)
+                    case .some(let key) where key == signer.key: member = LoggedMember(name: name, isMember: true)
+                    case .some: return .failure(.notSignedByMember(name))
+                    }
+                    return .success(opened.entries.map { entry in
+                        var signed = entry
+                        signed.member = member
+                        return signed
+                    })
+                }
+                outcomes.append((row.sequence, outcome))
+                // The next batch names this one's digest, whatever was wrong with this one.
+                previousDigest = (try? opened.get())?.digest
                 previous = row.sequence
+                let kept = AccessLogSealer.keptDigest(row.sealed)
+                if row.sequence == seen?.sequence { digestAtSeen = kept }
+                newest = kept.map { LogHead(sequence: row.sequence, digest: $0) }
+            }
+        }
+        if let seen {
+            if (previous ?? 0) < seen.sequence {
+                outcomes.append((seen.sequence, .failure(.newestDeleted(after: previous ?? 0))))
+            } else if let digestAtSeen, digestAtSeen != seen.digest {
+                outcomes.append((seen.sequence, .failure(.replacedSinceSeen)))
             }
         }
         return outcomes
@@ -112,7 +184,7 @@ extension Vault {
     /// and the newest; for `verify`.
     func verifyAccessLog(_ store: NodeStore) throws(VaultError) -> [IntegrityProblem] {
         let keys = try AccessLogKeys(cipher: store.cipher)
-        return try openBatches(store, keys, since: nil, afterSequence: nil).compactMap { sequence, outcome in
+        return try openBatches(store, keys, memberSigningKeys(store), since: nil, afterSequence: nil).compactMap { sequence, outcome in
             guard case .failure(let defect) = outcome else { return nil }
             return AccessLogDefect.problem(sequence, defect)
         }

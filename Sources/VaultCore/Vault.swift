@@ -32,6 +32,14 @@ public final class Vault: Sendable {
         /// The member key a member's open unsealed, kept while unlocked so that a rotation by
         /// another process can be followed (`followRotation`); dropped, and so wiped, by a lock.
         var member: MemberKey? = nil
+        /// The name of `member`'s slot, found when it opened the vault: what its log batches are
+        /// signed as.
+        var memberName: [UInt8]? = nil
+        /// Who signs the log batches appended now: the member, while unlocked, if their key can.
+        var logSigner: LogSigner? {
+            guard let member, member.canSign, let memberName, cipher?.holdsEveryKey == true else { return nil }
+            return LogSigner(name: memberName, key: member)
+        }
         /// The header MAC last found to verify under `cipher`: a stored one that differs means
         /// the master key was rotated (or the header tampered with).
         var verifiedHeaderMAC: [UInt8] = []
@@ -75,7 +83,7 @@ public final class Vault: Sendable {
     }
 
     /// Where this machine records the newest generation seen of this vault (`SeenGenerations`).
-    private let seenLocation: String
+    let seenLocation: String
 
     private init(path: String, itemSizeLimit: Int, storage: sending any VaultStorage, cipher: sending RecordCipher?, slotID: Int64,
                  headerMAC: [UInt8] = []) {
@@ -139,7 +147,10 @@ public final class Vault: Sendable {
                                slotID: memberSlotID) { (storage) throws(VaultError) in
             try storage.insertMemberSlot(slot)
         }
-        vault.state.withLock { $0.member = member }
+        vault.state.withLock {
+            $0.member = member
+            $0.memberName = nameBytes
+        }
         return vault
     }
 
@@ -216,16 +227,21 @@ public final class Vault: Sendable {
         // Older vaults have no member slots: a member was never added to them.
         guard version >= VaultFormat.oldestWithMembers else { throw .notAMember(member.publicKey.base64) }
         var unlockedMaster: SecureBuffer? = nil
+        var name: [UInt8]? = nil
         for slot in try storage.memberSlots() {
             if let master = try MemberSlot.open(slot, vaultID: vaultID, member: member, format: version) {
                 unlockedMaster = consume master
+                name = slot.name
                 break
             }
         }
         guard let master = unlockedMaster.take() else { throw .notAMember(member.publicKey.base64) }
         let vault = try opened(storage, at: path, version: version, vaultID: vaultID, itemSizeLimit: itemSizeLimit, storedMAC: storedMAC,
                                master: master, slotID: Vault.memberSlotID, acceptingRollback: acceptingRollback)
-        vault.state.withLock { $0.member = member }
+        vault.state.withLock {
+            $0.member = member
+            $0.memberName = name
+        }
         return vault
     }
 
@@ -434,11 +450,12 @@ public final class Vault: Sendable {
     func adoptKeys(of reopened: Vault) throws(VaultError) {
         // What `openLocked` read before any key could check it.
         guard reopened.itemSizeLimit == itemSizeLimit else { throw .integrityFailure("vault header") }
-        let opened = reopened.state.withLock { (s) in (s.cipher, s.slotID, s.member, s.verifiedHeaderMAC, s.logSealer) }
+        let opened = reopened.state.withLock { (s) in (s.cipher, s.slotID, s.member, s.verifiedHeaderMAC, s.logSealer, s.memberName) }
         state.withLock {
             $0.cipher = opened.0
             $0.slotID = opened.1
             $0.member = opened.2
+            $0.memberName = opened.5
             $0.verifiedHeaderMAC = opened.3
             $0.logSealer = opened.4
             $0.checkedToken = nil
@@ -503,7 +520,7 @@ public final class Vault: Sendable {
                     guard let current = state.cipher, current.holdsEveryKey || whileLocked else { throw .locked }
                     cipher = current
                 }
-                return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming))
+                return try body(NodeStore(storage: state.storage, cipher: cipher, naming: naming, signer: state.logSigner))
             }
         }
         return try state.withLock { (state) throws(VaultError) -> R in
@@ -615,14 +632,14 @@ public final class Vault: Sendable {
             // that failed leaves the current one.
             defer { storage.generationCipher = state.cipher.flatMap { $0.holdsEveryKey ? $0 : nil } }
             do throws(VaultError) {
-                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths), state.slotID)
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: cipher, naming: .paths, signer: state.logSigner), state.slotID)
             } catch .integrityFailure(let what) {
                 // Another rotation may have committed since the look above (as in `withStore`).
                 guard try Vault.followRotation(&state, force: true) == .rekeyed, let rekeyed = state.cipher else {
                     if state.cipher == nil { throw .locked }
                     throw .integrityFailure(what)
                 }
-                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: rekeyed, naming: .paths), state.slotID)
+                (result, rotated) = try rotate(NodeStore(storage: storage, cipher: rekeyed, naming: .paths, signer: state.logSigner), state.slotID)
             }
             try state.adopt(rotated, headerMAC: try storage.header()?.mac ?? [], checked: nil)
             if let member = state.member, try !storage.memberSlots().contains(where: { $0.publicKey == member.publicKey.bytes }) {
@@ -638,7 +655,9 @@ public final class Vault: Sendable {
     /// MAC is compared with the one verified, so a batch is never sealed to a key that a
     /// rotation committed just before replaced. Then the rotation is followed and `append`
     /// runs once more; a vault shut out by a rotation logs nothing (`.locked`).
-    func appendingToLog(given: AccessLogSealer?, _ append: (any VaultStorage, AccessLogSealer) throws(VaultError) -> Void) throws(VaultError) {
+    /// The batch it appended is recorded as the newest this machine saw (`SeenLogHeads`).
+    func appendingToLog(given: AccessLogSealer?,
+                        _ append: (any VaultStorage, AccessLogSealer, LogSigner?, LogHead?) throws(VaultError) -> LogHead?) throws(VaultError) {
         try state.withLock { (state) throws(VaultError) in
             try Vault.followRotation(&state, force: false)
             for attempt in 0..<2 {
@@ -647,14 +666,17 @@ public final class Vault: Sendable {
                 guard !state.shutOut, let sealer = chosen else { throw .locked }
                 let storage = state.storage
                 let expected = state.verifiedHeaderMAC
-                let appended = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> Bool in
+                let seen = SeenLogHeads.recorded(location: seenLocation, vaultID: sealer.vaultID)
+                let appended = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> LogHead?? in
                     // Before a key was here there is no MAC to compare: `given` was derived then.
                     let stored = try storage.header()?.mac
-                    guard expected.isEmpty || stored == expected else { return false }
-                    try append(storage, sealer)
-                    return true
+                    guard expected.isEmpty || stored == expected else { return nil }
+                    return .some(try append(storage, sealer, state.logSigner, seen))
                 }
-                if appended { return }
+                if let appended {
+                    if let head = appended { SeenLogHeads.record(head, location: seenLocation, vaultID: sealer.vaultID) }
+                    return
+                }
                 if attempt == 0 { try Vault.followRotation(&state, force: true) }
             }
             throw .locked

@@ -26,7 +26,11 @@ package enum VaultFormat {
     ///    at their next write. Format 8 code would take a map for damage.
     /// 10: a table of TPM PIN slots (`PINSlotRow`): format 8 code would not know the vault opens
     ///    with one, nor refuse members beside it.
-    package static let version = 10
+    /// 11: the team log. Access log batches are chained (each names the digest of the one before)
+    ///    and, when a member who can sign wrote them, signed with the member's Ed25519 key; member
+    ///    public keys may carry that key (64 bytes: X25519 then Ed25519). No table changes; format
+    ///    10 code would take a 64-byte member key or a chained batch for damage.
+    package static let version = 11
     /// The version from which the header's MAC binds the format version (see
     /// `RecordCipher.headerMAC`): a vault whose MAC binds a version is never read as an older one.
     package static let oldestSealedVersion = 4
@@ -45,6 +49,8 @@ package enum VaultFormat {
     package static let contentBlockBytes = 4000
     /// The first version with TPM PIN slots.
     package static let oldestWithPINSlots = 10
+    /// The first version whose access log batches are chained, and may be signed (`AccessLogBatch`).
+    package static let oldestWithChainedLog = 11
     /// "KCFS": SQLite stores it as its application_id, and the header MAC binds it.
     package static let applicationID: Int32 = 0x4B43_4653
 

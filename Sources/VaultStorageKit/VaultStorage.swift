@@ -245,6 +245,9 @@ package protocol VaultStorage: AnyObject, Sendable {
     /// Batches whose `lastTime` is at or after `since` (every batch for nil) and whose sequence
     /// is above `afterSequence`, by sequence. Rows the storage cannot read come as `.malformed`.
     func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch]
+    /// The sealed bytes of batch `sequence`; nil when there is none (or it is unreadable). What
+    /// an append chains onto, and checks against the batch this machine saw.
+    func sealedAccessLogBatch(sequence: Int64) throws(VaultError) -> [UInt8]?
     /// Deletes the oldest batches up to the last whose `lastTime` is before `olderThan`, then the
     /// oldest while the entries of the batches kept exceed `maximumEntries`; never the newest
     /// batch, and always a prefix, so the batches kept are one run of sequences. Inside the append's

@@ -108,8 +108,8 @@ import Testing
         #expect(throws: VaultError.notAMember(bob.publicKey.base64)) { try Vault.open(at: scratch.vaultPath, member: bob) }
         #expect(try recordsOpening(with: old, at: scratch.vaultPath) == 0)
         // The same walk with the new key opens every one: 7 nodes (names but the root's, attributes),
-        // 3 contents, 1 attribute (name, value), 1 rule set, the log's batches, the header.
-        #expect(try recordsOpening(with: try cipher(of: vault), at: scratch.vaultPath) == 7 + 6 + 3 + 2 + 1 + batches + 1)
+        // 3 contents, 1 attribute (name, value), 1 rule set, the log's batches and the removal's, the header.
+        #expect(try recordsOpening(with: try cipher(of: vault), at: scratch.vaultPath) == 7 + 6 + 3 + 2 + 1 + batches + 1 + 1)
         #expect(try reopen(scratch).read(path("team/after")).testBytes == Array("written after".utf8))
     }
 

@@ -9,12 +9,22 @@ struct LogCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Show the access log: one line per open, listing, denial, confirmation, rule or class change, lock and unlock.",
-        discussion: "Lines: time (UTC), pid, executable, unit, access, decision, path. A batch that fails authentication is reported and the command fails."
+        discussion: """
+            Lines: time (UTC), pid, executable, unit, access, decision, path. In a vault with members (the team \
+            log) the member who signed the entry follows the time: a name, `NAME(removed)` for a member removed \
+            since, or `-` for an entry written unsigned (while a mount was locked, or by a passphrase or an older \
+            member key). A batch that fails authentication, its signature or its chain is reported and the \
+            command fails.
+            """
     )
 
     @OptionGroup var vault: VaultOptions
     @Option(help: "Only entries of the last DURATION (30s, 15m, 1h, 2d).") var since: String?
     @Flag(help: "Only denials (and refused confirmations).") var denied = false
+    // Not --member, which every command has already: open the vault with your member key.
+    @Option(name: .customLong("by"), help: ArgumentHelp("Only entries signed by this member (a team vault).", valueName: "member"))
+    var signedBy: String?
+    @Option(help: "Only entries about this item (or dictionary) itself, not what is below it.") var item: String?
     @Flag(help: "Print a JSON array of entries (JSON lines with --follow).") var json = false
     @Flag(help: "Keep printing entries as they are committed, until interrupted.") var follow = false
     @Argument(help: "Only entries at or below this path.") var path: String?
@@ -31,15 +41,16 @@ struct LogCommand: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let filter = try path.map { (text) throws(VaultError) in try VaultPath(text) }
+            let exact = try item.map { (text) throws(VaultError) in try VaultPath(text) }
             let opened = try vault.session()
             let start = since.flatMap(LockTriggers.parseDuration).map { Timestamp.now().seconds - Int64($0) }
             if follow { LogCommand.catchInterrupts() }
             var reading = try opened.accessLog(since: start, afterSequence: nil)
-            var shown = reading.entries.filter { keeps($0, filter) }
+            var shown = reading.entries.filter { keeps($0, filter, exact) }
             if json && !follow {
                 try JSONOutput.write(shown.map(AccessLogEntryJSON.init))
             } else {
-                try print(shown)
+                try print(shown, members: reading.hasMembers)
             }
             try checked(reading)
             guard follow else { return }
@@ -58,21 +69,23 @@ struct LogCommand: ParsableCommand {
                 // The newest batches only: each batch is printed once, as it is committed.
                 reading = try opened.accessLog(since: nil, afterSequence: last ?? 0)
                 last = reading.lastSequence
-                shown = reading.entries.filter { keeps($0, filter) }
-                try print(shown)
+                shown = reading.entries.filter { keeps($0, filter, exact) }
+                try print(shown, members: reading.hasMembers)
                 try checked(reading)
             }
         }
     }
 
-    private func keeps(_ entry: AccessLogEntry, _ filter: VaultPath?) -> Bool {
+    private func keeps(_ entry: AccessLogEntry, _ filter: VaultPath?, _ exact: VaultPath?) -> Bool {
         if denied && !entry.decision.isDenial { return false }
+        if let signedBy, entry.member?.name != signedBy { return false }
+        if let exact, entry.path != exact { return false }
         guard let filter else { return true }
         guard let path = entry.path else { return false }
         return path.components.count >= filter.components.count && zip(path.components, filter.components).allSatisfy { $0 == $1 }
     }
 
-    private func print(_ entries: [AccessLogEntry]) throws(VaultError) {
+    private func print(_ entries: [AccessLogEntry], members: Bool) throws(VaultError) {
         guard !entries.isEmpty else { return }
         if json {
             // One line each (JSON lines): a follower can act on each as it comes.
@@ -81,8 +94,9 @@ struct LogCommand: ParsableCommand {
         }
         var output = ""
         for entry in entries {
-            let fields = [AccessLogEntryJSON.isoTime(entry.time), String(entry.pid), entry.executable ?? "-", entry.unit ?? "-",
+            var fields = [AccessLogEntryJSON.isoTime(entry.time), String(entry.pid), entry.executable ?? "-", entry.unit ?? "-",
                           entry.access.description, entry.decision.description, AccessLogEntryJSON.pathText(entry)]
+            if members { fields.insert(entry.member.map { $0.name + ($0.isMember ? "" : "(removed)") } ?? "-", at: 1) }
             output += fields.map(Terminal.printable).joined(separator: "  ") + "\n"
         }
         Terminal.writeAll(1, output)
@@ -124,6 +138,12 @@ struct AccessLogEntryJSON: Encodable {
     let reason: String?
     /// nil for events of no path; `<node N>` for a node that no longer exists.
     let path: String?
+    /// The member who signed the entry (a team vault); nil when unsigned.
+    let member: String?
+    /// Whether `member` is a member now (false: removed since); nil when unsigned.
+    let isMember: Bool?
+    /// The member a `member-add` or `member-remove` entry is about.
+    let aboutMember: String?
 
     init(_ entry: AccessLogEntry) {
         time = AccessLogEntryJSON.isoTime(entry.time)
@@ -137,9 +157,13 @@ struct AccessLogEntryJSON: Encodable {
         case .confirmed(let yes): decision = yes ? "confirmed" : "refused"; reason = nil
         }
         path = entry.path == nil && entry.node == nil ? nil : AccessLogEntryJSON.pathText(entry)
+        member = entry.member?.name
+        isMember = entry.member?.isMember
+        aboutMember = entry.aboutMember
     }
 
     static func pathText(_ entry: AccessLogEntry) -> String {
+        if let about = entry.aboutMember { return "member " + about }
         if let path = entry.path { return path.isRoot ? "/" : path.description }
         if let node = entry.node { return "<node \(node.rawValue)>" }
         return "-"

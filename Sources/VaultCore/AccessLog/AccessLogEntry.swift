@@ -20,9 +20,15 @@ public struct AccessLogEntry: Sendable {
     public var path: VaultPath?
     public var access: LoggedAccess
     public var decision: LoggedDecision
+    /// Who signed the batch this entry was read from (a team log); nil when unsigned. Never
+    /// written into a batch by this field: the batch's signature says it.
+    public var member: LoggedMember? = nil
+    /// The member a membership change (`memberAddition`, `memberRemoval`) was about.
+    public var aboutMember: String? = nil
 
     public init(time: Timestamp = .now(), pid: Int32, executable: String? = nil, unit: String? = nil, node: NodeID? = nil,
-                path: VaultPath? = nil, access: LoggedAccess, decision: LoggedDecision) {
+                path: VaultPath? = nil, access: LoggedAccess, decision: LoggedDecision, member: LoggedMember? = nil,
+                aboutMember: String? = nil) {
         self.time = time
         self.pid = pid
         self.executable = executable
@@ -31,5 +37,7 @@ public struct AccessLogEntry: Sendable {
         self.path = path
         self.access = access
         self.decision = decision
+        self.member = member
+        self.aboutMember = aboutMember
     }
 }

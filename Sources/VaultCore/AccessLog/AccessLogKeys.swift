@@ -26,31 +26,60 @@ struct AccessLogKeys: ~Copyable {
         secretKey = secret
     }
 
-    /// The entries of a stored batch, or why it is refused: it fails to open, or opens and
-    /// belongs to another place (sequence, vault), or disagrees with its row's clear columns.
-    func open(_ row: AccessLogRow) throws(VaultError) -> Result<[AccessLogEntry], AccessLogDefect> {
-        let plainCount = row.sealed.count - AccessLogSealer.overheadBytes
-        guard plainCount > 0, plainCount % AccessLogBatch.block == 0 else { return .failure(.failedAuthentication) }
+    /// A stored batch opened, or why it is refused: it fails to open, or opens and belongs to
+    /// another place (sequence, vault), or disagrees with its row's clear columns or, chained,
+    /// with the digest kept in front of it, or its signature does not hold.
+    func open(_ row: AccessLogRow) throws(VaultError) -> Result<AccessLogBatch.Opened, AccessLogDefect> {
+        guard let opened = try openPlain(row) else { return .failure(.failedAuthentication) }
+        let kept = opened.kept
+        switch AccessLogBatch.decode(opened.plain, vaultID: sealer.vaultID, sequence: row.sequence) {
+        case .failure(.malformed): return .failure(.malformed)
+        case .failure(.badSignature): return .failure(.badSignature)
+        case .failure(.otherVault): return .failure(.otherVault)
+        case .failure(.otherSequence(let sealed)): return .failure(.moved(sealedAs: sealed))
+        case .success(let opened):
+            // The form the row has (a digest in front or not) must be the one sealed inside.
+            guard (kept == nil) == (opened.chain == nil) else { return .failure(.malformed) }
+            if let kept, kept != opened.digest { return .failure(.digestEdited) }
+            let seconds = opened.entries.map(\.time.seconds)
+            guard opened.entries.count == row.entries, seconds.min() == row.firstTime, seconds.max() == row.lastTime else {
+                return .failure(.clearColumnsDisagree)
+            }
+            return .success(opened)
+        }
+    }
+
+    /// The same batch sealed to `sealer` (a rotation's new log key): the plaintext, and so the
+    /// digest and any signature, unchanged. nil when it does not open.
+    func reseal(_ row: AccessLogRow, to sealer: AccessLogSealer) throws(VaultError) -> [UInt8]? {
+        guard let opened = try openPlain(row) else { return nil }
+        return (opened.kept ?? []) + sealer.seal(opened.plain)
+    }
+
+    /// The padded plaintext of a row and the digest kept in front of its box (chained rows).
+    func openPlain(_ row: AccessLogRow) throws(VaultError) -> OpenedRow? {
+        let overhead = AccessLogSealer.overheadBytes
+        let kept = AccessLogSealer.keptDigest(row.sealed)
+        let box = row.sealed.dropFirst(kept == nil ? 0 : AccessLogBatch.digestBytes)
+        guard kept != nil || (box.count > overhead && (box.count - overhead) % AccessLogBatch.block == 0) else { return nil }
+        let plainCount = box.count - overhead
         var plain = try SecureBuffer(capacity: plainCount)
         var rc: Int32 = -1
         secretKey.withUnsafeBytes { secret in
             plain.withUnsafeMutableStorage { out in
-                rc = crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), row.sealed, UInt64(row.sealed.count),
-                                          sealer.publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                rc = box.withUnsafeBufferPointer { sealed in
+                    crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed.baseAddress!, UInt64(sealed.count),
+                                         sealer.publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
                 return rc == 0 ? plainCount : 0
             }
         }
-        guard rc == 0 else { return .failure(.failedAuthentication) }
-        switch AccessLogBatch.decode(plain, vaultID: sealer.vaultID, sequence: row.sequence) {
-        case .failure(.malformed): return .failure(.malformed)
-        case .failure(.otherVault): return .failure(.otherVault)
-        case .failure(.otherSequence(let sealed)): return .failure(.moved(sealedAs: sealed))
-        case .success(let entries):
-            let seconds = entries.map(\.time.seconds)
-            guard entries.count == row.entries, seconds.min() == row.firstTime, seconds.max() == row.lastTime else {
-                return .failure(.clearColumnsDisagree)
-            }
-            return .success(entries)
-        }
+        guard rc == 0 else { return nil }
+        return OpenedRow(plain: plain, kept: kept)
+    }
+
+    struct OpenedRow: ~Copyable {
+        let plain: SecureBuffer
+        let kept: [UInt8]?
     }
 }

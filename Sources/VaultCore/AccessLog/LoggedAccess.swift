@@ -8,6 +8,9 @@ public enum LoggedAccess: UInt8, Sendable, CaseIterable, CustomStringConvertible
     case ruleChange = 6
     case classChange = 7
     case confirmation = 8
+    /// Format 11: a member added or removed (`AccessLogEntry.aboutMember` names them).
+    case memberAddition = 9
+    case memberRemoval = 10
 
     public var description: String {
         switch self {
@@ -19,6 +22,8 @@ public enum LoggedAccess: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .ruleChange: "rule-change"
         case .classChange: "class-change"
         case .confirmation: "confirmation"
+        case .memberAddition: "member-add"
+        case .memberRemoval: "member-remove"
         }
     }
 

@@ -35,10 +35,14 @@ final class RecordCipher: GenerationSealer {
         case whenUnlockedBlockMap = 14, afterFirstUnlockBlockMap = 15, thisDeviceOnlyBlockMap = 16
         /// A TPM PIN slot's wrapped master key (format 10, `PINSlot`).
         case pinSlot = 17
+        /// Format 11: an access log batch that names the digest of the one before it and,
+        /// when a member wrote it, carries their signature (`AccessLogBatch`).
+        case chainedAccessLog = 18
     }
 
     /// What an access log batch's plaintext names itself as (see `AccessLogBatch`).
     static let accessLogPurpose = Purpose.accessLog.rawValue
+    static let chainedAccessLogPurpose = Purpose.chainedAccessLog.rawValue
 
     /// How records are sealed (keys, associated data, header MAC), apart from the format
     /// version: a new format changes what records hold, not how they are sealed, so it stays 1

@@ -18,6 +18,7 @@ struct FormatUpgrade: Sendable {
         FormatUpgrade(target: 8, run: upgradeTo8),
         FormatUpgrade(target: 9, run: upgradeTo9),
         FormatUpgrade(target: 10, run: upgradeTo10),
+        FormatUpgrade(target: 11, run: upgradeTo11),
     ]
 
     /// 3 -> 4. The storage adds the table of access rules (empty) and the column of their MAC,
@@ -84,6 +85,25 @@ struct FormatUpgrade: Sendable {
     /// number keeps format 9 code, which would add members beside a PIN slot, from the vault.
     private static func upgradeTo10(_ store: NodeStore) throws(VaultError) {
         try sealFormatInHeader(store, as: 10)
+    }
+
+    /// 10 -> 11. Every batch of the access log is sealed again as a chained batch (unsigned: who
+    /// wrote it was never recorded), each naming the digest of the one before, in sequence order,
+    /// so from now on a batch replaced, reordered or deleted shows. The batches there are now are
+    /// trusted, as format 10 trusted them; one that does not open is left as it is, and `log`
+    /// and `verify` go on naming it. Member slots do not change: keys made from now on carry a
+    /// signing key, older ones stay as they are.
+    private static func upgradeTo11(_ store: NodeStore) throws(VaultError) {
+        let keys = try AccessLogKeys(cipher: store.cipher)
+        var previous = [UInt8](repeating: 0, count: AccessLogBatch.digestBytes)
+        for stored in try store.storage.accessLogBatches(since: nil, afterSequence: nil) {
+            guard case .row(let row) = stored, case .success(let opened) = try keys.open(row), opened.chain == nil else { continue }
+            let (sealed, digest) = try AccessLogBatch.sealChained(opened.entries, vaultID: store.cipher.vaultID, sequence: row.sequence,
+                                                                  previous: previous, signer: nil, to: keys.sealer)
+            try store.storage.replaceAccessLogBatch(sequence: row.sequence, sealed: sealed)
+            previous = digest
+        }
+        try sealFormatInHeader(store, as: 11)
     }
 
     /// From 4 on, the header's MAC binds the format version, so the vault is never read as older.

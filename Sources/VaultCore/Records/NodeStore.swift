@@ -20,6 +20,8 @@ struct NodeStore {
     /// and exits; node numbers for the daemon, which keeps no decrypted name outside wiped
     /// memory (a String cannot be wiped) and turns errors into errnos anyway.
     var naming: MessageNaming = .nodes
+    /// Who signs the access log batches appended in this store's transaction (`LogSigner`).
+    var signer: LogSigner? = nil
 
     enum MessageNaming {
         case paths, nodes

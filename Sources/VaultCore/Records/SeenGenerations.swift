@@ -40,7 +40,7 @@ public enum SeenGenerations {
         return String(cString: resolved)
     }
 
-    private static func file() throws(VaultError) -> SeenGenerationFile {
+    static func file() throws(VaultError) -> SeenGenerationFile {
         let path = self.path
         do throws(VaultError) { return try SeenGenerationFile(path: path) } catch {
             throw .storageFailure("this machine's record of vault generations seen, \(path): \(error)")
@@ -62,6 +62,8 @@ public enum SeenGenerations {
             guard generation >= recorded else { throw .rolledBack(path: location, found: generation, newest: recorded) }
             return generation
         }
+        // The older copy accepted is the one whose log goes on.
+        if accepting { SeenLogHeads.forget(location: location, vaultID: cipher.vaultID) }
     }
 
     /// After writes: records `generation` where it is newer than the one recorded.
