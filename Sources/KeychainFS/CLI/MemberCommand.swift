@@ -5,6 +5,6 @@ struct MemberCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "member",
         abstract: "Your member key (a key pair, its secret half sealed under your passphrase), and a vault's members.",
-        subcommands: [MemberInit.self, MemberShow.self, MemberAdd.self, MemberList.self, MemberRemove.self]
+        subcommands: [MemberInit.self, MemberShow.self, MemberAdd.self, MemberList.self, MemberRemove.self, MemberRotateList.self]
     )
 }

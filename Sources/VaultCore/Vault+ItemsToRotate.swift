@@ -1,0 +1,32 @@
+/// The list of secrets to change after a member leaves.
+extension Vault {
+    /// Every item of the vault with `member`'s newest read of it from the team log and whether
+    /// it changed since their removal. Every item, not only those the log shows them reading:
+    /// access rules admit programs on one machine, not members, and a member held the vault's
+    /// key, with which they could read any record straight from the server, unlogged. What the
+    /// log adds is which ones they are known to have read, and when.
+    public func itemsToRotate(after member: String) throws(VaultError) -> RotationList {
+        let log = try accessLog()
+        let removed = log.entries.last { $0.access == .memberRemoval && $0.aboutMember == member }?.time
+        var lastRead: [VaultPath: Timestamp] = [:]
+        for entry in log.entries where entry.member?.name == member && entry.access == .read && !entry.decision.isDenial {
+            guard let path = entry.path else { continue }
+            lastRead[path] = max(lastRead[path] ?? entry.time, entry.time)
+        }
+        let items = try reading(naming: .paths) { (store) throws(VaultError) -> [ItemToRotate] in
+            var items: [ItemToRotate] = []
+            var pending: [(path: VaultPath, record: NodeRecord)] = [(.root, try store.existingRecord(.root))]
+            while let (path, record) = pending.popLast() {
+                if record.kind == .item {
+                    let modified = record.attributes.modified
+                    items.append(ItemToRotate(path: path, lastRead: lastRead[path], modified: modified,
+                                              changedSinceRemoval: removed.map { modified > $0 } ?? false))
+                    continue
+                }
+                for child in try store.children(of: record) { pending.append((path.appending(child.name), child.record)) }
+            }
+            return items.sorted { $0.path.components.lexicographicallyPrecedes($1.path.components) }
+        }
+        return RotationList(member: member, removed: removed, items: items, problems: log.problems)
+    }
+}
