@@ -12,17 +12,19 @@ package struct AccessCheck: Sendable {
 
     let access: Access
     let target: Target
-    /// An open of an item: recorded in the access log whether or not a rule governs it. Other
-    /// checks are recorded when a rule governs them or they are refused.
-    package var isItemOpen = false
+    /// An open or a creation of an item, a removal or a rename of an entry: recorded in the
+    /// access log whether or not a rule governs it (in a team vault, the team log is who read
+    /// and who changed what). Other checks are recorded when a rule governs them or they are
+    /// refused.
+    package var isAlwaysRecorded = false
     /// A read or write through an open descriptor: logged only when refused, or every read of
     /// an admitted program would fill the log.
     var isDescriptorUse = false
 
-    package init(access: Access, target: Target, isItemOpen: Bool = false, isDescriptorUse: Bool = false) {
+    package init(access: Access, target: Target, isAlwaysRecorded: Bool = false, isDescriptorUse: Bool = false) {
         self.access = access
         self.target = target
-        self.isItemOpen = isItemOpen
+        self.isAlwaysRecorded = isAlwaysRecorded
         self.isDescriptorUse = isDescriptorUse
     }
 
@@ -38,6 +40,10 @@ package struct AccessCheck: Sendable {
     package static func write(_ parent: UInt64, _ name: ItemName) -> AccessCheck {
         AccessCheck(access: .write, target: .entry(parent: NodeID(Int64(parent)), name: name))
     }
+    /// The entry `name` of `parent` made, removed or renamed: a change, always recorded.
+    package static func change(_ parent: UInt64, _ name: ItemName) -> AccessCheck {
+        AccessCheck(access: .write, target: .entry(parent: NodeID(Int64(parent)), name: name), isAlwaysRecorded: true)
+    }
 
     /// A read or write through a descriptor of the item `inode`.
     package static func use(_ inode: UInt64, _ access: Access) -> AccessCheck {
@@ -49,7 +55,7 @@ package struct AccessCheck: Sendable {
     /// What an open with `flags` does: reading unless it may write or truncates.
     package static func open(_ inode: UInt64, flags: Int32) -> AccessCheck {
         var check: AccessCheck = flags & O_ACCMODE == O_RDONLY && flags & O_TRUNC == 0 ? .read(inode) : .write(inode)
-        check.isItemOpen = true
+        check.isAlwaysRecorded = true
         return check
     }
 }

@@ -72,7 +72,7 @@ package final class AccessGate: Sendable {
         }
         // The usual case, a vault without rules, costs a log entry per open and nothing more.
         guard policy.hasAnyRules else {
-            for check in checks where check.isItemOpen { record(check, node: check.nodeID, caller, .allowed) }
+            for check in checks where check.isAlwaysRecorded { record(check, node: check.nodeID, caller, .allowed) }
             return .allowed
         }
         var identity: ProcessIdentity? = nil
@@ -80,9 +80,13 @@ package final class AccessGate: Sendable {
         var governed: [(AccessCheck, NodeID)] = []
         do throws(VaultError) {
             for check in checks {
-                guard let node = try node(of: check.target) else { continue }
+                guard let node = try node(of: check.target) else {
+                    // An entry not there yet (a create): its dictionary's check governs it.
+                    if check.isAlwaysRecorded { record(check, node: nil, caller, .allowed) }
+                    continue
+                }
                 guard let set = try governingRuleSet(of: node, in: policy, epoch: epoch) else {
-                    if check.isItemOpen { record(check, node: node, caller, .allowed) }
+                    if check.isAlwaysRecorded { record(check, node: node, caller, .allowed) }
                     continue
                 }
                 let who = identity ?? caller.identity()
@@ -130,6 +134,12 @@ package final class AccessGate: Sendable {
     private func record(_ check: AccessCheck, node: NodeID?, _ caller: RequestContext, _ decision: LoggedDecision) {
         // A descriptor's reads and writes are judged each time, and logged only when refused.
         if check.isDescriptorUse, case .allowed = decision { return }
+        // An entry by its dictionary and name: it may be about to go, or not be there yet,
+        // and its path is resolved when the batch is flushed.
+        if case .entry(let parent, let name) = check.target {
+            log?.record(pid: caller.pid, access: LoggedAccess(check.access), decision: decision, node: parent, name: name)
+            return
+        }
         log?.record(pid: caller.pid, access: LoggedAccess(check.access), decision: decision, node: node)
     }
 

@@ -73,7 +73,7 @@ extension ControlServer {
             let path = try reader.path()
             let node = try vault.node(at: path)
             guard node.kind == .item else { throw .isADictionary(path.description) }
-            try admit([AccessCheck(access: .read, target: .node(node.id), isItemOpen: true)], caller)
+            try admit([AccessCheck(access: .read, target: .node(node.id), isAlwaysRecorded: true)], caller)
             let content = try vault.item(node.id).takeContent()
             try content.withUnsafeBytes { (raw) throws(VaultError) in try writer.raw(raw) }
         case .list:
@@ -254,7 +254,7 @@ extension ControlServer {
     private func creation(of path: VaultPath, replacingItem: Bool) throws(VaultError) -> [AccessCheck] {
         guard let name = path.lastComponent else { throw .invalidName("the root") }
         if replacingItem, let node = try? served.vault.node(at: path), node.kind == .item {
-            return [AccessCheck(access: .write, target: .node(node.id), isItemOpen: true)]
+            return [AccessCheck(access: .write, target: .node(node.id), isAlwaysRecorded: true)]
         }
         var parent = path.parent
         var entry = name

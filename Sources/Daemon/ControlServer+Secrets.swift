@@ -31,7 +31,7 @@ extension ControlServer {
             guard !served.locking.isLocked else { throw .locked }
             let node = try served.vault.node(at: path)
             let check = listing ? AccessCheck(access: .list, target: .node(node.id))
-                                : AccessCheck(access: .read, target: .node(node.id), isItemOpen: true)
+                                : AccessCheck(access: .read, target: .node(node.id), isAlwaysRecorded: true)
             try admit(check, caller)
             // An access like any other: it holds off the idle lock.
             served.locking.noteActivity()

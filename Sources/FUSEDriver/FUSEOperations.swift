@@ -221,7 +221,7 @@ enum FUSEOperations {
             return
         }
         withName(req, rawName) { itemName in
-            guarded(req, [.write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+            guarded(req, [.write(UInt64(parent)), .change(UInt64(parent), itemName)]) { (req, fs, caller) throws(VaultError) in
                 var e = entry(try fs.makeItem(UInt64(parent), itemName, mode: mode, caller))
                 fuse_reply_entry(req, &e)
             }
@@ -239,7 +239,7 @@ enum FUSEOperations {
 
     static func unlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
         withName(req, rawName) { itemName in
-            guarded(req, [.write(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+            guarded(req, [.change(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
                 try fs.unlink(UInt64(parent), itemName, caller)
                 fuse_reply_err(req, 0)
             }
@@ -248,7 +248,7 @@ enum FUSEOperations {
 
     static func rmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ rawName: UnsafePointer<CChar>?) {
         withName(req, rawName) { itemName in
-            guarded(req, [.write(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+            guarded(req, [.change(UInt64(parent), itemName), .write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
                 try fs.removeDirectory(UInt64(parent), itemName, caller)
                 fuse_reply_err(req, 0)
             }
@@ -266,7 +266,7 @@ enum FUSEOperations {
             withName(req, rawNewName) { destination in
                 // What moves, the dictionary it leaves, the one it enters and what it replaces.
                 let checks: [AccessCheck] = [.write(UInt64(parent), source), .write(UInt64(parent)),
-                                             .write(UInt64(newParent)), .write(UInt64(newParent), destination)]
+                                             .write(UInt64(newParent)), .change(UInt64(newParent), destination)]
                 guarded(req, checks) { (req, fs, caller) throws(VaultError) in
                     try fs.rename(UInt64(parent), source, to: UInt64(newParent), destination,
                                   noReplace: flags & UInt32(RENAME_NOREPLACE) != 0, caller)
@@ -304,7 +304,7 @@ enum FUSEOperations {
         }
         let info = FileInfo(fi.pointee)
         withName(req, rawName) { itemName in
-            guarded(req, [.write(UInt64(parent))]) { (req, fs, caller) throws(VaultError) in
+            guarded(req, [.write(UInt64(parent)), .change(UInt64(parent), itemName)]) { (req, fs, caller) throws(VaultError) in
                 var reply = info.value
                 let (st, handle) = try fs.create(UInt64(parent), itemName, mode: mode, flags: reply.flags, caller)
                 reply.fh = handle

@@ -318,7 +318,7 @@ extension AccessCheck {
     /// Reading an item's secret: recorded in the access log like an open through the mount.
     static func reading(item: NodeID) -> AccessCheck {
         var check = AccessCheck.read(UInt64(item.rawValue))
-        check.isItemOpen = true
+        check.isAlwaysRecorded = true
         return check
     }
 }

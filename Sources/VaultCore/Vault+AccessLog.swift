@@ -29,6 +29,21 @@ extension Vault {
                               decision: .allowed)
     }
 
+    /// Records `access` to `path` by this process through the vault itself (the command line
+    /// holding the key, with no daemon between), when the vault has members: the team log holds
+    /// every member's reads and changes, not only those through a mount. A vault of one owner
+    /// logs only what programs do through a mount, as before.
+    public func recordInTeamLog(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) {
+        let team = try withStorage { (storage) throws(VaultError) -> Bool in
+            try storage.read { () throws(VaultError) -> Bool in
+                guard try storage.formatVersion() >= VaultFormat.oldestWithMembers else { return false }
+                return try !storage.memberSlots().isEmpty
+            }
+        }
+        guard team else { return }
+        try appendAccessLog([Vault.ownChange(access, at: path)])
+    }
+
     /// The entry of a member added or removed by this process.
     static func ownMembershipChange(_ access: LoggedAccess, of member: String) -> AccessLogEntry {
         let me = ProcessIdentity(pid: getpid())

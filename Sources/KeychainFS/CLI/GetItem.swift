@@ -14,6 +14,7 @@ struct GetItem: ParsableCommand {
             let itemPath = try VaultPath(path)
             let opened = try vault.session()
             let content = try opened.read(itemPath)
+            try opened.logged(.read, at: itemPath)
             if json {
                 let text = JSONOutput.text(content)
                 try JSONOutput.write(ItemJSON(path: itemPath.description, value: text ?? JSONOutput.base64(content),

@@ -14,7 +14,9 @@ struct Move: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let from = try VaultPath(source), to = try VaultPath(destination)
-            try vault.session().move(from, to: to)
+            let opened = try vault.session()
+            try opened.move(from, to: to)
+            try opened.logged(.write, at: to)
         }
     }
 }

@@ -11,7 +11,9 @@ struct Remove: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(VaultError) in
             let target = try VaultPath(path)
-            try vault.session().remove(target, recursive: recursive)
+            let opened = try vault.session()
+            try opened.remove(target, recursive: recursive)
+            try opened.logged(.write, at: target)
         }
     }
 }

@@ -46,6 +46,7 @@ struct SetItem: ParsableCommand {
             } else {
                 try opened.store(content, at: itemPath, attributes: itemAttributes)
             }
+            try opened.logged(.write, at: itemPath)
         }
     }
 

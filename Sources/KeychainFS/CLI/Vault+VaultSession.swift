@@ -5,6 +5,8 @@ import VaultCore
 extension Vault: VaultSession {
     func itemSizeLimit() throws(VaultError) -> Int { itemSizeLimit }
 
+    func logged(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) { try recordInTeamLog(access, at: path) }
+
     func list(_ path: VaultPath, details: Bool) throws(VaultError) -> [EntrySummary] {
         try list(path).map { (entry) throws(VaultError) in
             let summary = NodeSummary(entry.node)

@@ -24,9 +24,14 @@ protocol VaultSession {
     func ruleSummaries(at path: VaultPath) throws(VaultError) -> [(path: VaultPath, rules: [RuleSummary])]
     func accessLog(since: Int64?, afterSequence: Int64?) throws(VaultError) -> AccessLogReading
     func exportEntries(excluding: Set<AccessibilityClass>, _ body: (PortableEntry, _ total: Int?) throws(VaultError) -> Void) throws(VaultError) -> Int
+    /// After a read or change done: a vault opened here with its key logs it in a team vault's
+    /// log (`Vault.recordInTeamLog`); a daemon logged it already, as it judged it.
+    func logged(_ access: LoggedAccess, at path: VaultPath) throws(VaultError)
 }
 
 extension DaemonSession: VaultSession {
+    func logged(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) {}
+
     func summary(at path: VaultPath) throws(VaultError) -> (node: NodeSummary, effectiveDefaultClass: AccessibilityClass?) {
         try node(at: path)
     }
