@@ -263,14 +263,14 @@ extension ControlServer {
             parent = parent.parent
         }
         let dictionary = try inode(of: parent)
-        return [.write(dictionary, entry), .write(dictionary)]
+        return [.change(dictionary, entry), .write(dictionary)]
     }
 
     /// What removing `path` asks, as unlink and rmdir do; `rm -r` asks it of everything below.
     private func removal(of path: VaultPath, recursive: Bool) throws(VaultError) -> [AccessCheck] {
         guard let name = path.lastComponent else { throw .invalidName("the root") }
         let parent = try inode(of: path.parent)
-        var checks: [AccessCheck] = [.write(parent, name), .write(parent)]
+        var checks: [AccessCheck] = [.change(parent, name), .write(parent)]
         guard recursive, try served.vault.node(at: path).kind == .dictionary else { return checks }
         var pending = [path]
         while let dictionary = pending.popLast() {

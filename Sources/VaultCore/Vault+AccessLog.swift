@@ -67,13 +67,14 @@ extension Vault {
     /// resolved when written get their node's path now, if it still exists. A batch that fails is
     /// a problem in the result, never skipped in silence.
     public func accessLog(since: Int64? = nil, afterSequence: Int64? = nil) throws(VaultError) -> AccessLogReading {
-        try reading(naming: .paths) { (store) throws(VaultError) -> AccessLogReading in
+        let seen = since == nil && afterSequence == nil ? seenLogHead() : nil
+        return try reading(naming: .paths) { (store) throws(VaultError) -> AccessLogReading in
             let keys = try AccessLogKeys(cipher: store.cipher)
             let signers = try memberSigningKeys(store)
             var entries: [AccessLogEntry] = []
             var problems: [IntegrityProblem] = []
             var last = afterSequence
-            for (sequence, outcome) in try openBatches(store, keys, signers, since: since, afterSequence: afterSequence) {
+            for (sequence, outcome) in try openBatches(store, keys, signers, since: since, afterSequence: afterSequence, seen: seen) {
                 switch outcome {
                 case .success(let batch): entries += batch
                 case .failure(let defect): problems.append(AccessLogDefect.problem(sequence, defect))
@@ -113,11 +114,12 @@ extension Vault {
     /// From format 11 every batch must be chained, and name the digest of the one before it
     /// when that one was read; a signed batch's entries name its member, whose slot must name
     /// the key that signed it (a name no slot has is a former member's).
+    /// `seen` (`seenLogHead`, read before this transaction began) is compared with a whole log.
     private func openBatches(_ store: NodeStore, _ keys: borrowing AccessLogKeys, _ signers: [[UInt8]: [UInt8]?], since: Int64?,
-                             afterSequence: Int64?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
+                             afterSequence: Int64?, seen: LogHead?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
         let chained = try store.storage.formatVersion() >= VaultFormat.oldestWithChainedLog
         let whole = since == nil && afterSequence == nil
-        let seen = whole ? SeenLogHeads.recorded(location: seenLocation, vaultID: store.cipher.vaultID) : nil
+        let seen = whole ? seen : nil
         var digestAtSeen: [UInt8]? = nil
         var newest: LogHead? = nil
         var outcomes: [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] = []
@@ -197,9 +199,9 @@ extension Vault {
 
     /// Every batch opens, sits at its own sequence, and none is missing between the oldest kept
     /// and the newest; for `verify`.
-    func verifyAccessLog(_ store: NodeStore) throws(VaultError) -> [IntegrityProblem] {
+    func verifyAccessLog(_ store: NodeStore, seen: LogHead?) throws(VaultError) -> [IntegrityProblem] {
         let keys = try AccessLogKeys(cipher: store.cipher)
-        return try openBatches(store, keys, memberSigningKeys(store), since: nil, afterSequence: nil).compactMap { sequence, outcome in
+        return try openBatches(store, keys, memberSigningKeys(store), since: nil, afterSequence: nil, seen: seen).compactMap { sequence, outcome in
             guard case .failure(let defect) = outcome else { return nil }
             return AccessLogDefect.problem(sequence, defect)
         }

@@ -655,6 +655,15 @@ public final class Vault: Sendable {
     /// MAC is compared with the one verified, so a batch is never sealed to a key that a
     /// rotation committed just before replaced. Then the rotation is followed and `append`
     /// runs once more; a vault shut out by a rotation logs nothing (`.locked`).
+    /// The newest access log batch this machine recorded as seen of this vault. Read before the
+    /// reading transaction that compares the log with it starts: a batch another process
+    /// commits meanwhile is recorded only after its commit, so every batch the record names is
+    /// in that transaction's snapshot.
+    func seenLogHead() -> LogHead? {
+        guard let vaultID = state.withLock({ $0.cipher?.vaultID ?? $0.logSealer?.vaultID }) else { return nil }
+        return SeenLogHeads.recorded(location: seenLocation, vaultID: vaultID)
+    }
+
     /// The batch it appended is recorded as the newest this machine saw (`SeenLogHeads`).
     func appendingToLog(given: AccessLogSealer?,
                         _ append: (any VaultStorage, AccessLogSealer, LogSigner?, LogHead?) throws(VaultError) -> LogHead?) throws(VaultError) {
