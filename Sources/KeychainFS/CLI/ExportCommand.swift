@@ -42,6 +42,8 @@ struct ExportCommand: ParsableCommand {
                 bar?.update(done)
             }
             try writer.finish()
+            // One entry for the whole vault (its root), which an export reads.
+            try opened.logged(.read, at: .root)
             bar?.finish()
             Terminal.printInfo("exported \(done) entries to \(archive)"
                 + (skipped > 0 ? "; \(skipped) this-device-only item\(skipped == 1 ? "" : "s") left out" : ""))

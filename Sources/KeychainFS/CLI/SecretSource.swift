@@ -17,7 +17,10 @@ enum SecretSource {
             return try SecretSource.ask(socket, "read", path)
         case .vault(let vault):
             do throws(VaultError) {
-                return try vault.read(path)
+                let content = try vault.read(path)
+                // A team vault's log holds what a member's exec read, as a mount's would.
+                try vault.recordInTeamLog(.read, at: path)
+                return content
             } catch {
                 throw CommandFailure(error)
             }
