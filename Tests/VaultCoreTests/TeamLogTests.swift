@@ -98,8 +98,8 @@ import Testing
             let keys = try AccessLogKeys(cipher: store.cipher)
             guard let opened = try keys.openPlain(row) else { throw .integrityFailure("bob's batch") }
             var bytes = opened.plain.withUnsafeBytes { Array($0) }
-            // The header (30), the previous digest (32), "bob" and his key, then the first entry: its pid.
-            let pid = 30 + 32 + 1 + 3 + 32 + 8 + 4
+            // The header (30), the previous digest (32), the salt (16), "bob" and his key, then the first entry: its pid.
+            let pid = 30 + 32 + 16 + 1 + 3 + 32 + 8 + 4
             bytes[pid] ^= 1
             return (opened.kept ?? []) + keys.sealer.seal(secret(bytes))
         }

@@ -14,7 +14,8 @@ import CSodium
 /// copied to another sequence, or from another vault sealed to the same key).
 ///
 /// From format 11 batches are chained (purpose `chainedAccessLog`): after the entry count come
-/// the digest of the batch before (32 bytes, zeros for the first), the signer's name (a 1-byte
+/// the digest of the batch before (32 bytes, zeros for the first), 16 random bytes (so that the
+/// digest, kept in clear, is no oracle for guesses of a batch's entries), the signer's name (a 1-byte
 /// length, 0 for an unsigned batch, then the member's name) and, when signed, the member's
 /// Ed25519 key (32); after the entries, the signature (64) of everything before it. The digest
 /// of a batch is BLAKE2b-256 of that unpadded plaintext, signature included: the next batch
@@ -28,6 +29,7 @@ enum AccessLogBatch {
     private static let fixedEntryBytes = 8 + 4 + 4 + 1 + 1 + 8 + 4 * 4
     private static let none = UInt32.max
     static let digestBytes = 32
+    private static let saltBytes = 16
     private static let signingKeyBytes = Int(crypto_sign_publickeybytes())
 
     /// What a chained batch says beyond its entries.
@@ -51,12 +53,13 @@ enum AccessLogBatch {
                             signer: LogSigner?, to sealer: AccessLogSealer) throws(VaultError) -> (sealed: [UInt8], digest: [UInt8]) {
         precondition(previous.count == digestBytes, "a batch digest of the wrong size")
         let signing = signer.flatMap { signer in signer.key.publicKey.signingKey.map { (signer, $0) } }
-        var size = headerBytes + digestBytes + 1 + entriesBytes(entries, chained: true)
+        var size = headerBytes + digestBytes + saltBytes + 1 + entriesBytes(entries, chained: true)
         if let (signer, _) = signing { size += signer.name.count + signingKeyBytes + MemberKey.signatureBytes }
         let padded = size + block - size % block
         var plain = try SecureBuffer(capacity: padded)
         try appendHeader(to: &plain, vaultID: vaultID, sequence: sequence, purpose: RecordCipher.chainedAccessLogPurpose, count: entries.count)
         try plain.append(contentsOf: previous)
+        try plain.append(contentsOf: randomBytes(saltBytes))
         try plain.appendInteger(UInt64(signing?.0.name.count ?? 0), width: 1)
         if let (signer, key) = signing {
             try plain.append(contentsOf: signer.name)
@@ -171,7 +174,9 @@ enum AccessLogBatch {
             guard Int64(bitPattern: storedSequence) == sequence else { return .failure(.otherSequence(Int64(bitPattern: storedSequence))) }
             var chain: Chain? = nil
             if chained {
-                guard let previous = reader.bytes(digestBytes), let nameCount = reader.integer(1) else { return .failure(.malformed) }
+                guard let previous = reader.bytes(digestBytes), reader.bytes(saltBytes) != nil, let nameCount = reader.integer(1) else {
+                    return .failure(.malformed)
+                }
                 var signer: (name: [UInt8], key: [UInt8])? = nil
                 if nameCount > 0 {
                     guard let name = reader.bytes(Int(nameCount)), let key = reader.bytes(signingKeyBytes) else { return .failure(.malformed) }
