@@ -88,7 +88,11 @@ public final class Vault: Sendable {
     }
 
     deinit {
-        state.withLock { Vault.recordGenerationSeen(&$0, at: seenLocation) }
+        state.withLock {
+            Vault.recordGenerationSeen(&$0, at: seenLocation)
+            // What this process read or changed is there to read offline next time.
+            _ = try? ($0.storage as? ReplicatedStorage)?.refreshReplica()
+        }
     }
 
     /// Records the generation this vault's last write sealed as the newest seen on this machine,
@@ -300,6 +304,11 @@ public final class Vault: Sendable {
             }
         }
         vault.state.withLock { $0.recordedGeneration = generation }
+        // The replica carries the newest generation this machine copied: a server older than
+        // it was restored from an older dump, even where the record above was lost.
+        try vault.withStorage { (storage) throws(VaultError) in
+            try (storage as? ReplicatedStorage)?.checkAtOpen(accepting: acceptingRollback)
+        }
         return vault
     }
 
