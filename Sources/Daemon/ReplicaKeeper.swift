@@ -31,17 +31,20 @@ final class ReplicaKeeper: Sendable {
             if !initial.isLive { DaemonLog.offlineReplica(initial) }
             var copyDue = true
             while !keeper.stopped.load(ordering: .acquiring) {
+                // A copy that failed (a server half restored, say) is tried again at the next tick.
+                var failed = false
                 if copyDue, said.isLive {
                     do throws(VaultError) {
                         try vault.refreshOfflineReplica()
                     } catch {
+                        failed = true
                         if case .rolledBack = error {} else if case .storageUnreachable = error {} else {
                             DaemonLog.offlineReplicaNotCopied(error)
                         }
                     }
                     StackWipe.here()
                 }
-                copyDue = false
+                copyDue = failed
                 if let state = vault.offlineState, !state.isLive, state.serverRolledBack == nil {
                     if vault.reconnectIfOffline() { copyDue = true }
                 }

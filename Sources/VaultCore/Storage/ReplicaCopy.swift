@@ -44,6 +44,20 @@ enum ReplicaCopy {
     /// edited by hand, so it is left alone too, without a verdict.
     static func refresh(from server: any VaultStorage, into replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
                         shown: String) throws(VaultError) -> Bool {
+        guard let plan = try plan(from: server, replica: replica, cipher: cipher, accepting: accepting, shown: shown) else { return false }
+        try replica.write(.durable) { () throws(VaultError) in try apply(plan, to: replica) }
+        return true
+    }
+
+    /// A new replica's records, inside the transaction that creates its file.
+    static func fill(_ replica: SQLiteStorage, from server: any VaultStorage, shown: String) throws(VaultError) {
+        guard let plan = try plan(from: server, replica: replica, cipher: nil, accepting: true, shown: shown) else { return }
+        try apply(plan, to: replica)
+    }
+
+    /// What differs, read in one snapshot of the server; nil when nothing is to be copied.
+    private static func plan(from server: any VaultStorage, replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
+                             shown: String) throws(VaultError) -> Plan? {
         let local = try? replica.vaultState()
         let localHeader = try? replica.header()
         let planned = try server.read { () throws(VaultError) -> Plan? in
@@ -99,8 +113,12 @@ enum ReplicaCopy {
             if version >= VaultFormat.oldestWithPINSlots { plan.pinSlots = try server.pinSlots() }
             return plan
         }
-        guard let plan = planned else { return false }
-        try replica.write(.durable) { () throws(VaultError) in
+        return planned
+    }
+
+    /// Stores `plan` in the replica, inside its write transaction.
+    private static func apply(_ plan: Plan, to replica: SQLiteStorage) throws(VaultError) {
+        do {
             for id in plan.removed { try replica.deleteNode(id) }
             for node in plan.put {
                 try replica.insertNode(node.row, sealedContent: node.content)
@@ -125,7 +143,6 @@ enum ReplicaCopy {
             try replica.setFormatVersion(plan.version)
             try replica.replicateVaultRow(plan.header, nextNodeID: plan.nextNodeID, state: plan.state)
         }
-        return true
     }
 
     private static func same(_ a: NodeRow, _ b: NodeRow) -> Bool {

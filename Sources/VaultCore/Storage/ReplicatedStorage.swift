@@ -131,8 +131,9 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     /// (whose state the vault's key authenticates) is not served.
     private func checkReconnected(_ server: PostgresStorage) throws(VaultError) {
         guard reconnected, depth == 0 else { return }
-        reconnected = false
+        // Cleared once compared: a server that cannot answer yet is compared at the next call.
         try compareWithReplica(server, accepting: false)
+        reconnected = false
     }
 
     /// Refuses (`.rolledBack`, and serves the replica from now on) a server whose generation is
@@ -171,13 +172,9 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
             if let replica {
                 copied = try ReplicaCopy.refresh(from: server, into: replica, cipher: cipher, accepting: false, shown: shown)
             } else {
-                // A file there that is not a replica this code can open is a cache entry: replaced.
-                VaultFiles.removeVaultFiles(replicaPath)
-                var made: Bool = false
-                replica = try SQLiteStorage.create(at: replicaPath) { (replica) throws(VaultError) in
-                    made = try ReplicaCopy.refresh(from: server, into: replica, cipher: cipher, accepting: false, shown: shown)
-                }
-                copied = made
+                let made = try makeReplica(from: server)
+                copied = try ReplicaCopy.refresh(from: server, into: made, cipher: cipher, accepting: false, shown: shown)
+                replica = made
             }
             replicaCopiedAt = ReplicatedStorage.now()
             return copied
@@ -189,6 +186,27 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
             epoch += 1
             onChange?()
             throw .rolledBack(path: path, found: found, newest: newest)
+        }
+    }
+
+    /// The replica's file, made with the server's records when there is none (another process
+    /// of this user may have made it meanwhile: then that one). A file there that does not
+    /// open as a vault is a cache entry gone bad: replaced.
+    private func makeReplica(from server: PostgresStorage) throws(VaultError) -> SQLiteStorage {
+        do throws(VaultError) {
+            return try SQLiteStorage.open(at: replicaPath)
+        } catch .vaultNotFound {
+        } catch .notAVault(_, let reason) {
+            // Empty: another process is making it now (its first transaction fills it whole).
+            guard reason != "the file is empty" else { throw .storageFailure("\(replicaPath) is being made by another process") }
+            VaultFiles.removeVaultFiles(replicaPath)
+        }
+        do throws(VaultError) {
+            return try SQLiteStorage.create(at: replicaPath) { (replica) throws(VaultError) in
+                try ReplicaCopy.fill(replica, from: server, shown: shown)
+            }
+        } catch .vaultExists {
+            return try SQLiteStorage.open(at: replicaPath)
         }
     }
 
