@@ -6,11 +6,13 @@ import Synchronization
 /// they are: `$XDG_CACHE_HOME/keychainfs/replicas/` (else `~/.cache/...`), one SQLite vault
 /// file per vault location (0600, directories 0700), named by a hash of the location without
 /// its password, so the file name tells nothing of the server. One setting per process: a
-/// command or a daemon serves one vault, and `--no-offline` is read once at its start.
+/// command or a daemon serves one vault, and `--no-offline` is read once at its start. Off
+/// until the command line or a daemon turns it on: a program using VaultCore otherwise (the
+/// tests in process) reaches its server alone.
 public enum OfflineReplicas {
-    private static let disabled = Atomic<Bool>(false)
+    private static let disabled = Atomic<Bool>(true)
 
-    /// On unless `--no-offline` (mount: `-o no_offline`) turned it off.
+    /// Set by the command line and the daemons: on unless `--no-offline` (`-o no_offline`).
     public static var isEnabled: Bool {
         get { !disabled.load(ordering: .acquiring) }
         set { disabled.store(!newValue, ordering: .releasing) }
