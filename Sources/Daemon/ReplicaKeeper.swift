@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Support
 import Synchronization
 import VaultCore
@@ -12,6 +13,9 @@ import VaultCore
 final class ReplicaKeeper: Sendable {
     /// How often an offline vault tries its server.
     static let retrySeconds = 1.0
+    /// The least time between two copies: the commits of a burst (a `cp -r`, an editor's
+    /// save) cost one copy after them, not one each. What the replica may lag by.
+    static let copyIntervalSeconds = 0.25
 
     private let stopped = Atomic<Bool>(false)
     private let due = DispatchSemaphore(value: 0)
@@ -30,10 +34,20 @@ final class ReplicaKeeper: Sendable {
             var said = initial
             if !initial.isLive { DaemonLog.offlineReplica(initial) }
             var copyDue = true
+            var copied = 0.0
             while !keeper.stopped.load(ordering: .acquiring) {
+                if copyDue, said.isLive {
+                    let wait = copied + copyIntervalSeconds - ReplicaKeeper.now()
+                    if wait > 0 {
+                        // Commits meanwhile join this copy.
+                        _ = keeper.due.wait(timeout: .now() + wait)
+                        continue
+                    }
+                }
                 // A copy that failed (a server half restored, say) is tried again at the next tick.
                 var failed = false
                 if copyDue, said.isLive {
+                    copied = ReplicaKeeper.now()
                     do throws(VaultError) {
                         try vault.refreshOfflineReplica()
                     } catch {
@@ -56,6 +70,12 @@ final class ReplicaKeeper: Sendable {
             }
         }
         return started ? keeper : nil
+    }
+
+    private static func now() -> Double {
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        return Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9
     }
 
     /// Another session committed: the replica is due a copy.
