@@ -239,6 +239,26 @@ import Testing
         withExtendedLifetime(daemon) {}
     }
 
+    /// What a mount wrote (and its access log's last batch, committed as it unmounts) is in
+    /// the replica before the unmount records its generation as seen: a command opens it offline.
+    @Test func whatAnUnmountedMountWroteOpensOffline() throws {
+        let server = try PostgresServer()
+        let vault = try Vault(server, database: "unmounted")
+        let mountpoint = vault.cli.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let daemon = try ForegroundDaemon(vault.cli, mountpoint: mountpoint)
+        for index in 0..<5 { #expect(writeFile(mountpoint + "/item\(index)", Array("value \(index)".utf8)) == 0) }
+        #expect(readFile(mountpoint + "/item2") == Array("value 2".utf8))
+        #expect(try run(keychainfsBinary, ["unmount", mountpoint]).status == 0)
+        #expect(daemon.exitStatus() == 0)
+        #expect(vault.serverGeneration == vault.replicaGeneration)
+        server.stop()
+        let read = try vault.cli.cli(["get", "item4"])
+        #expect(read.exitStatus == .success && read.stdoutText == "value 4", "get: \(read.status) \(read.stderr)")
+        let listed = try vault.cli.cli(["ls"])
+        #expect(listed.stdoutText.split(separator: "\n").count == 5, "\(listed.stdoutText) \(listed.stderr)")
+    }
+
     @Test func noOfflineKeepsNoReplica() throws {
         let server = try PostgresServer()
         let vault = try Vault(server, database: "none")
