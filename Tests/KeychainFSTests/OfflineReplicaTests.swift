@@ -261,6 +261,68 @@ import Testing
         #expect(listed.stdoutText.split(separator: "\n").count == 5, "\(listed.stdoutText) \(listed.stderr)")
     }
 
+    /// Bob's machine cannot reach the server (his role may not connect) while the owner removes
+    /// him: he goes on reading his replica, what he could read before; once he can connect,
+    /// the copy takes the rotated records and his mount locks, and the change made after his
+    /// removal never reaches him.
+    @Test func aMemberRemovedWhileOfflineReadsTheReplicaUntilReconnectedAndIsThenShutOut() throws {
+        let server = try PostgresServer()
+        let owner = try Vault(server, database: "members")
+        try server.sql("members", """
+            CREATE ROLE bob LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA public TO bob;
+            REVOKE CONNECT ON DATABASE members FROM PUBLIC; GRANT CONNECT ON DATABASE members TO bob;
+            """)
+        let bobURI = owner.cli.vault.replacingOccurrences(of: "user=postgres", with: "user=bob")
+        let bob = try CLIFixture(create: false, passphrase: "bob's own passphrase", vault: bobURI)
+        let bobReplica = OfflineReplicas.path(of: VaultLocation.displayName(bobURI))
+        defer { for suffix in ["", "-wal", "-shm"] { unlink(bobReplica + suffix) } }
+        let key = bob.directory + "/bob.key"
+        let made = try run(keychainfsBinary, ["member", "init", "--member-key", key, "--kdf", "interactive", "--passphrase-file", bob.passphraseFile])
+        let publicKey = try #require(made.stdoutText.split(separator: "\n").last.map(String.init))
+        func member(_ arguments: [String]) throws -> RunResult {
+            try run(keychainfsBinary, ["member", arguments[0], "--vault", owner.cli.vault, "--passphrase-file", owner.cli.passphraseFile]
+                + arguments.dropFirst())
+        }
+        let added = try member(["add", publicKey, "--name", "bob"])
+        #expect(added.exitStatus == .success, "member add: \(added.stderr)")
+        #expect(try owner.cli.cli(["set", "shared", "before"]).exitStatus == .success)
+        let mountpoint = bob.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let logFile = bob.directory + "/daemon.stderr"
+        let daemon = try ForegroundDaemon(bob, mountpoint: mountpoint, extra: ["--member-key", key], standardError: logFile)
+        #expect(readFile(mountpoint + "/shared") == Array("before".utf8))
+        func bobsGeneration() -> Int64? {
+            guard let read = try? run("/usr/bin/sqlite3", ["-readonly", bobReplica, "SELECT generation FROM vault"]), read.status == 0 else { return nil }
+            return Int64(read.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(eventually { bobsGeneration() != nil && bobsGeneration() == owner.serverGeneration })
+
+        // Bob's machine is cut off; the owner removes him and changes the item.
+        try server.sql("members", "REVOKE CONNECT ON DATABASE members FROM bob; "
+                       + "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'bob'")
+        #expect(eventually(within: 20) { OfflineReplicaTests.status(mountpoint)?["offline_since"] is NSNumber },
+                "\(String(describing: OfflineReplicaTests.status(mountpoint))) \(procText(logFile))")
+        let removed = try member(["remove", "bob"])
+        #expect(removed.exitStatus == .success, "member remove: \(removed.stderr)")
+        #expect(try owner.cli.cli(["set", "shared", "after the removal"]).exitStatus == .success)
+        // Offline, bob reads what he could read before, from his replica.
+        #expect(try bob.cli(["get", "--member-key", key, "shared"]).stdoutText == "before")
+        #expect(readFile(mountpoint + "/shared") == Array("before".utf8))
+
+        // Back on the network: the rotation reaches his mount, which locks.
+        try server.sql("members", "GRANT CONNECT ON DATABASE members TO bob")
+        #expect(eventually(within: 20) { OfflineReplicaTests.status(mountpoint)?["locked"] as? Bool == true },
+                "\(String(describing: OfflineReplicaTests.status(mountpoint))) \(procText(logFile))")
+        #expect(readFile(mountpoint + "/shared") == nil && errno == EACCES)
+        #expect(eventually { bobsGeneration() == owner.serverGeneration })
+        // His replica now holds only records under the new key: opened offline, it lets him in nowhere.
+        try server.sql("members", "REVOKE CONNECT ON DATABASE members FROM bob; "
+                       + "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'bob'")
+        let shutOut = try bob.cli(["get", "--member-key", key, "shared"])
+        #expect(shutOut.exitStatus == .wrongPassphrase && !shutOut.stdoutText.contains("after"), "get: \(shutOut.status) \(shutOut.stderr)")
+        withExtendedLifetime(daemon) {}
+    }
+
     @Test func noOfflineKeepsNoReplica() throws {
         let server = try PostgresServer()
         let vault = try Vault(server, database: "none")
