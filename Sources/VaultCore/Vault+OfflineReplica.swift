@@ -15,6 +15,13 @@ extension Vault {
         try withStorage { (storage) throws(VaultError) -> Bool in try (storage as? ReplicatedStorage)?.refreshReplica() ?? false }
     }
 
+    /// Throws what a change would fail with now (`.offline`, or `.rolledBack` for a server
+    /// older than the replica), for what refuses a change before it is made (an open for
+    /// writing, as on a read-only filesystem); nothing while the server is live, or for a file.
+    public func refuseChangesWhileNotLive() throws(VaultError) {
+        try withStorage { (storage) throws(VaultError) in try (storage as? ReplicatedStorage)?.refuseChangesWhileNotLive() }
+    }
+
     /// Calls `observer` (inside the vault's mutex: it must only signal) after each commit of
     /// this vault's and whenever it goes offline or live.
     public func observeOfflineReplica(_ observer: @escaping @Sendable () -> Void) {

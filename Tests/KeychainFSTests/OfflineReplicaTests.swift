@@ -118,6 +118,11 @@ import Testing
         #expect(OfflineReplicaTests.errnoOf { rename(mountpoint + "/note", mountpoint + "/renamed") } == EROFS)
         #expect(try OfflineReplicaTests.xattr("os.setxattr(p, 'user.x', b'y')", mountpoint + "/note") == "errno \(EROFS)")
         #expect(writeFile(mountpoint + "/note", Array("changed".utf8)) == EROFS)
+        // Refused at the open for writing, as on a read-only filesystem; an open for reading works.
+        #expect(open(mountpoint + "/note", O_WRONLY | O_CLOEXEC) == -1 && errno == EROFS)
+        let reader = open(mountpoint + "/note", O_RDONLY | O_CLOEXEC)
+        #expect(reader >= 0)
+        close(reader)
         #expect(readFile(mountpoint + "/note") == Array("a note".utf8))
         let stored = try run("/usr/bin/secret-tool", ["store", "--label", "x", "service", "other"], stdin: Data("v".utf8),
                              environment: bus.environment)

@@ -152,6 +152,11 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         onChange?()
     }
 
+    /// Throws what a change would be refused with while the server is not live.
+    func refuseChangesWhileNotLive() throws(VaultError) {
+        guard live != nil else { throw refusal }
+    }
+
     /// At open, once the vault's key is here: the server checked against the replica.
     func checkAtOpen(accepting: Bool) throws(VaultError) {
         guard let server = live else { return }
