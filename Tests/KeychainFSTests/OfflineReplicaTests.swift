@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import KeychainFS
 import Testing
 @testable import VaultCore
 
@@ -347,5 +348,10 @@ import Testing
         #expect(OfflineReplicaTests.errnoOf { stat(mountpoint + "/never-seen", &info) } == EIO)
         #expect(!(try run(keychainfsBinary, ["status", mountpoint]).stdoutText.contains("server:")))
         withExtendedLifetime(daemon) {}
+    }
+
+    @Test func mountOptionNoOfflineIsTheFlag() throws {
+        let translated = try MountHelperArguments.translate(["postgresql:///team#v", "/mnt", "-o", "no_offline"], subcommands: [])
+        #expect(translated?.contains("--no-offline") == true)
     }
 }

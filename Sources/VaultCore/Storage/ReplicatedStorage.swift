@@ -91,6 +91,9 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         { [weak self] event in
             guard let self else { return }
             if event == .restored { self.reconnected = true }
+            // With a replica, a loss is not calls failing but the vault going offline, which
+            // its watcher says (`ReplicaKeeper`); told as a failure it would contradict that.
+            guard self.replica == nil else { return }
             self.observer?(event)
         }
     }
@@ -238,7 +241,6 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         offlineSince = nil
         reconnected = false
         epoch += 1
-        observer?(.restored)
         return true
     }
 
