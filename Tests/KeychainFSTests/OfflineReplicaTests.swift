@@ -137,6 +137,9 @@ import Testing
         let refused = try vault.cli.cli(["set", "cli-item", "v"])
         #expect(refused.exitStatus == .offline, "set: \(refused.status) \(refused.stderr)")
         #expect(refused.stderr.contains("offline"), "\(refused.stderr)")
+        // The access log is the server's: offline it is said to be out of reach, not shown empty.
+        let logged = try vault.cli.cli(["log"])
+        #expect(logged.exitStatus == .storage && logged.stderr.contains("access log is kept on the server only"), "log: \(logged.status) \(logged.stderr)")
         // Without the replica the server's absence is the error it always was.
         let noReplica = try vault.cli.cli(["get", "--no-offline", "login/github"])
         #expect(noReplica.exitStatus == .storage, "get --no-offline: \(noReplica.status) \(noReplica.stderr)")

@@ -629,8 +629,17 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         try changing { (s) throws(VaultError) in try s.replaceAccessLogBatch(sequence: sequence, sealed: sealed) }
     }
 
+    /// Read from the server alone: offline, the log is not there to read, which is said rather
+    /// than shown empty.
+    private func loggedOnServer<R>(_ server: (PostgresStorage) throws(VaultError) -> R) throws(VaultError) -> R {
+        guard let primary = live else {
+            throw .storageUnreachable("\(shown): offline, and its access log is kept on the server only (not in the replica)")
+        }
+        return try server(primary)
+    }
+
     func accessLogBatches(since: Int64?, afterSequence: Int64?) throws(VaultError) -> [StoredAccessLogBatch] {
-        try changing { (s) throws(VaultError) in try s.accessLogBatches(since: since, afterSequence: afterSequence) }
+        try loggedOnServer { (s) throws(VaultError) in try s.accessLogBatches(since: since, afterSequence: afterSequence) }
     }
 
     func pruneAccessLog(olderThan: Int64, maximumEntries: Int) throws(VaultError) -> Int {
@@ -638,6 +647,6 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func accessLogSummary() throws(VaultError) -> AccessLogSummary {
-        try changing { (s) throws(VaultError) in try s.accessLogSummary() }
+        try loggedOnServer { (s) throws(VaultError) in try s.accessLogSummary() }
     }
 }
