@@ -1,6 +1,7 @@
 import Glibc
 import StoragePostgres
 import StorageSQLite
+import Synchronization
 
 /// A vault in PostgreSQL with an offline replica beside it: every call goes to the server
 /// while it answers; once it cannot be reached, reads are answered by the replica (a SQLite
@@ -66,9 +67,16 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         let shown = VaultLocation.displayName(path)
         let replicaPath = OfflineReplicas.path(of: shown)
         do throws(VaultError) {
+            // A command opens its vault twice (a check, then the open): the second does not
+            // wait out another connect timeout for a server the first just found unreachable.
+            if ReplicatedStorage.monotonicMilliseconds() - ReplicatedStorage.foundUnreachable.load(ordering: .acquiring)
+                < ReplicatedStorage.unreachableMemoryMilliseconds {
+                throw .storageUnreachable("\(shown): found unreachable a moment ago")
+            }
             let primary = try PostgresStorage.open(at: path)
             return ReplicatedStorage(path: path, shown: shown, primary: primary, replica: try? SQLiteStorage.open(at: replicaPath))
         } catch .storageUnreachable(let reason) {
+            ReplicatedStorage.foundUnreachable.store(ReplicatedStorage.monotonicMilliseconds(), ordering: .releasing)
             guard let replica = try? SQLiteStorage.open(at: replicaPath) else { throw .storageUnreachable(reason) }
             let storage = ReplicatedStorage(path: path, shown: shown, primary: nil, replica: replica)
             storage.offlineSince = ReplicatedStorage.now()
@@ -78,6 +86,17 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     private static func now() -> Int64 { Int64(time(nil)) }
+
+    /// When (`monotonicMilliseconds`) an open in this process last found its server
+    /// unreachable; a process opens one vault.
+    private static let foundUnreachable = Atomic<Int64>(Int64.min / 2)
+    private static let unreachableMemoryMilliseconds: Int64 = 2_000
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        return Int64(clock.tv_sec) * 1_000 + Int64(clock.tv_nsec) / 1_000_000
+    }
 
     /// When the replica file was last written: what its age is counted from when this process
     /// has not copied it itself.
