@@ -161,6 +161,9 @@ import Testing
               + "\(String(format: "%.2f", Date().timeIntervalSince(restarted))) s after the restart began")
         #expect(eventually(within: 10) { writeFile(mountpoint + "/after", Array("back".utf8)) == 0 })
         #expect(try vault.cli.cli(["get", "--no-offline", "after"]).stdoutText == "back")
+        let storedAgain = try run("/usr/bin/secret-tool", ["store", "--label", "x", "service", "other"], stdin: Data("v".utf8),
+                                  environment: bus.environment)
+        #expect(storedAgain.status == 0, "secret-tool store once live: \(storedAgain.stderr)")
         #expect(try run(keychainfsBinary, ["status", mountpoint]).stdoutText.contains("server:    live"))
         #expect(eventually { log().contains("live again") }, "\(log())")
         #expect(vault.replicaCaughtUp())
