@@ -43,7 +43,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace, `secret-service --status`)"
         case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back), or this machine's record of it is older than its TPM counter; --accept-rollback opens it"
         case .pinSlotRefused: "the TPM PIN slot cannot open the vault here: the TPM's lockout after too many wrong PINs, PCRs that changed (a firmware or Secure Boot update), another machine's TPM or none, or no PIN slot; the passphrase opens it"
-        case .offline: "a change refused because a team vault is offline: its PostgreSQL server cannot be reached and the vault is read from its local replica (or the server was found older than the replica)"
+        case .offline: "a change refused because a team vault is offline: its PostgreSQL server cannot be reached and the vault is read from its local replica"
         case .usage: "usage error"
         }
     }

@@ -38,8 +38,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// time. Nothing of the call is known to be stored; a commit whose outcome is unknown is
     /// reported so too. Names the server (never a password) and the cause.
     case storageUnreachable(String)
-    /// A change asked of a vault served from its offline replica (its server unreachable, or
-    /// found older than the replica): refused, never queued. Names the vault (never a password).
+    /// A change asked of a vault served from its offline replica, its server unreachable:
+    /// refused, never queued (a server found older than the replica is `.rolledBack` instead).
+    /// Names the vault (never a password).
     case offline(String)
     case secureMemoryUnavailable(String)
     case invalidArgument(String)
