@@ -55,7 +55,7 @@ import Testing
         #expect(changed)
         let copy = try Vault.open(at: replicaPath, passphrase: secret(passphrase))
         #expect(try copy.read(path("team/app7/item777")).testBytes == Array("changed".utf8))
-        #expect(throws: VaultError.self) { try copy.read(path("team/app9/item999")) }
+        #expect(throws: VaultError.notFound("team/app9/item999")) { _ = try copy.read(path("team/app9/item999")) }
         #expect(try copy.itemCount() == count)
         print("ReplicaCopyTests: \(count + 1) items (one of 12 000 bytes in blocks), 1 attribute each: first copy "
               + "\(String(format: "%.3f", first)) s, a look finding nothing \(String(format: "%.4f", look)) s, "
