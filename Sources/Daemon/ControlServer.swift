@@ -163,6 +163,12 @@ final class ControlServer: Sendable {
                                  items: try? served.vault.itemCount(), idleLockSeconds: served.idleLockSeconds,
                                  idleSeconds: served.idleSeconds())
         status.transport = served.transport()
+        if let offline = served.vault.offlineState {
+            status.offlineSince = offline.offlineSince
+            status.replicaCopiedAt = offline.replicaCopiedAt
+            status.serverGeneration = offline.serverRolledBack?.found
+            status.replicaGeneration = offline.serverRolledBack?.newest
+        }
         return status
     }
 }

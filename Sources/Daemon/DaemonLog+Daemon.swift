@@ -38,6 +38,8 @@ extension DaemonLog {
     package static func storageConnection(_ event: StorageConnectionEvent) { record(.storageConnection(event)) }
     package static func changeListenerLost(_ reason: String) { record(.changeListenerLost(reason)) }
     package static func changeListenerRestored() { record(.changeListenerRestored) }
+    package static func offlineReplica(_ state: OfflineState) { record(.offlineReplica(state)) }
+    package static func offlineReplicaNotCopied(_ error: VaultError) { record(.offlineReplicaNotCopied(error)) }
 
     /// Clearing a dead mount happens while checking a mountpoint, before any daemon log is
     /// open and also in the command that launches a daemon, so it names its mountpoint itself.
@@ -119,6 +121,26 @@ extension DaemonLog.Event {
         case .restored:
             Self(LOG_NOTICE, "the vault's storage is reachable again; calls work again")
         }
+    }
+
+    /// A change between live and offline (`ReplicaKeeper`).
+    package static func offlineReplica(_ state: OfflineState) -> Self {
+        if let rolledBack = state.serverRolledBack {
+            return Self(LOG_ERR, "the server holds generation \(rolledBack.found) of the vault, older than generation \(rolledBack.newest) in "
+                + "this machine's replica (an older dump restored?): reads are served from the replica, changes fail with ESTALE; "
+                + "remount with -o accept_rollback to take the server's as it is")
+        }
+        if state.offlineSince != nil {
+            return Self(LOG_WARNING, "offline: the server cannot be reached; reads are served from this machine's replica"
+                + (state.replicaCopiedAt.map { " (copied \(max(0, Int64(time(nil)) - $0)) s ago)" } ?? "")
+                + ", changes fail with EROFS until the server answers again")
+        }
+        return Self(LOG_NOTICE, "live again: the server answers, the replica is brought up to date")
+    }
+
+    /// Why the replica could not be brought to the server's records (tried again at the next commit).
+    package static func offlineReplicaNotCopied(_ error: VaultError) -> Self {
+        Self(LOG_WARNING, "the offline replica was not brought up to date: \(Terminal.printable(error.description))")
     }
 
     /// The storage's message: the server's name (without a password) and libpq's reason.

@@ -80,6 +80,7 @@ package enum MountDaemon {
         let vaultPath = Mountpoint.absolute(request.vault.location)
         // Every path is absolute now; do not keep the launch directory's filesystem busy.
         _ = chdir("/")
+        OfflineReplicas.isEnabled = !request.vault.noOffline
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try openClaimed(vaultPath, creating: creating, request: request, passphraseFD: passphraseFD)
         vault.observeStorageConnection { DaemonLog.storageConnection($0) }
@@ -121,12 +122,14 @@ package enum MountDaemon {
             : nil
         var served = false
         var follower: ChangeFollower? = nil
+        var keeper: ReplicaKeeper? = nil
         defer {
             // The mount is gone (or never came): a mount of the vault may now wait for this end.
             claim.stopServing()
             if served { ServiceManager.notifyStopping() }
             // No notice from elsewhere is followed once the wipe begins.
             follower?.stop()
+            keeper?.stop()
             // The bus first: no call is answered once the wipe begins.
             secretService?.stop()
             // Wipe first: the control socket disappearing last tells watchers it is done.
@@ -150,8 +153,12 @@ package enum MountDaemon {
         if let secretService, !secretService.runInBackground() {
             throw CommandFailure(message: "cannot start the Secret Service's thread", status: .serviceUnavailable)
         }
+        keeper = ReplicaKeeper.start(vault)
         if let listener = vault.changeListener() {
-            follower = ChangeFollower.start(listener, fileSystem: fileSystem) { secretService?.lookNow() }
+            follower = ChangeFollower.start(listener, fileSystem: fileSystem) { [keeper] in
+                secretService?.lookNow()
+                keeper?.changed()
+            }
         }
         // Without its thread each close syncs its own store, as before.
         _ = fileSystem.groupCommit.start()

@@ -94,6 +94,9 @@ extension MountOption {
             MountOption(name: "accept-rollback", word: "accept_rollback", value: .none, sharedWithEveryCommand: true, help: "") { request, _ in
                 request.vault.acceptRollback = true
             },
+            MountOption(name: "no-offline", word: "no_offline", value: .none, sharedWithEveryCommand: true, help: "") { request, _ in
+                request.vault.noOffline = true
+            },
         ]
     }
 

@@ -17,13 +17,16 @@ package struct MountRequest: Codable, Equatable, Sendable {
         /// The member key file to open the vault with; nil to open it with a vault passphrase.
         package var memberKeyPath: String? = nil
         package var acceptRollback = false
+        /// `--no-offline`: no offline replica of a PostgreSQL vault is kept or read.
+        package var noOffline = false
         /// Open with the TPM PIN slot instead of the passphrase: the PIN from `pinFile`, else the
         /// terminal (in the background, the launcher reads it as it reads a passphrase).
         package var opensWithPIN = false
         package var pinFile: String? = nil
 
         package init(location: String, passphraseFile: String? = nil, passphraseCommand: String? = nil,
-                     memberKeyPath: String? = nil, acceptRollback: Bool = false, opensWithPIN: Bool = false, pinFile: String? = nil) {
+                     memberKeyPath: String? = nil, acceptRollback: Bool = false, noOffline: Bool = false, opensWithPIN: Bool = false,
+                     pinFile: String? = nil) {
             self.location = location
             self.opensWithPIN = opensWithPIN || pinFile != nil
             self.pinFile = pinFile
@@ -31,6 +34,7 @@ package struct MountRequest: Codable, Equatable, Sendable {
             self.passphraseCommand = passphraseCommand
             self.memberKeyPath = memberKeyPath
             self.acceptRollback = acceptRollback
+            self.noOffline = noOffline
         }
     }
 

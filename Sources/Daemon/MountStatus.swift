@@ -19,6 +19,14 @@ package struct MountStatus: Codable, Equatable {
     package let locksInSeconds: Int64?
     /// How the kernel's requests reach the mount (`dev-fuse`, `io-uring`); nil without a mount.
     package var transport: String? = nil
+    /// For a PostgreSQL vault with an offline replica: when (seconds since the epoch) its
+    /// server was found unreachable, nil while live.
+    package var offlineSince: Int64? = nil
+    /// When the replica last matched the server (seconds since the epoch); nil without one.
+    package var replicaCopiedAt: Int64? = nil
+    /// The server's generation when it was found older than the replica's (a dump restored).
+    package var serverGeneration: Int64? = nil
+    package var replicaGeneration: Int64? = nil
 
     private enum CodingKeys: String, CodingKey {
         case mountpoint, vault, pid, locked, items
@@ -26,6 +34,10 @@ package struct MountStatus: Codable, Equatable {
         case idleSeconds = "idle_seconds"
         case locksInSeconds = "locks_in_seconds"
         case transport
+        case offlineSince = "offline_since"
+        case replicaCopiedAt = "replica_copied_at"
+        case serverGeneration = "server_generation"
+        case replicaGeneration = "replica_generation"
     }
 
     /// Absent values are written as null rather than left out, so every field is always there
@@ -41,6 +53,10 @@ package struct MountStatus: Codable, Equatable {
         try container.encode(idleSeconds, forKey: .idleSeconds)
         try container.encode(locksInSeconds, forKey: .locksInSeconds)
         try container.encode(transport, forKey: .transport)
+        try container.encode(offlineSince, forKey: .offlineSince)
+        try container.encode(replicaCopiedAt, forKey: .replicaCopiedAt)
+        try container.encode(serverGeneration, forKey: .serverGeneration)
+        try container.encode(replicaGeneration, forKey: .replicaGeneration)
     }
 }
 

@@ -20,6 +20,7 @@ package enum SecretServiceDaemon {
         let vaultPath = Mountpoint.absolute(request.vault.location)
         let shown = VaultLocation.displayName(vaultPath)
         DaemonLog.open(mountpoint: "secret service of " + shown, foreground: true)
+        OfflineReplicas.isEnabled = !request.vault.noOffline
         let creating = try MountRequest.createsVault(at: vaultPath)
         let (vault, claim) = try MountDaemon.openClaimed(vaultPath, creating: creating, request: request, passphraseFD: nil)
         defer {
@@ -57,6 +58,8 @@ package enum SecretServiceDaemon {
             RuntimeState.write(record)
         }
         gate.startRefreshing()
+        let keeper = ReplicaKeeper.start(vault)
+        defer { keeper?.stop() }
         let waitedFor = ending
         HelperThread.start {
             var signals = waitedFor

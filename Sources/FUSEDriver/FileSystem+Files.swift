@@ -8,7 +8,10 @@ extension FileSystem {
     /// open(2): shares the node's open item, or loads the stored content into a new one.
     /// O_TRUNC empties the shared content; that descriptor's close stores it.
     func open(_ inode: UInt64, flags: Int32, _ caller: RequestContext) throws(VaultError) -> UInt64 {
-        try state.withLock { (state) throws(VaultError) in
+        // A vault served from its offline replica takes no change: refused at the open, as a
+        // read-only filesystem does, not at a close whose writes would then be lost.
+        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { try vault.refuseChangesWhileNotLive() }
+        return try state.withLock { (state) throws(VaultError) in
             let item = try openItem(NodeID(Int64(inode)), &state)
             let file = OpenFile(item: item, append: flags & O_APPEND != 0, opener: caller.pid)
             if flags & O_TRUNC != 0 {

@@ -293,6 +293,12 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         VaultChangeListener(location: location, ownOrigin: origin, signal: othersHeard)
     }
 
+    /// A listener for the vault at `path` while no storage of it is connected (a vault opened
+    /// from its offline replica): it hears every session's commits, there being none of ours.
+    package static func changeListener(at path: String) throws(VaultError) -> VaultChangeListener {
+        VaultChangeListener(location: try PostgresLocation(path), ownOrigin: "", signal: OthersCommitSignal())
+    }
+
     package func changeToken() throws(VaultError) -> StorageChangeToken {
         try noteOthersCommits()
         // A new connection listened only from its start: what was committed while there was

@@ -301,6 +301,20 @@ package final class SQLiteStorage: VaultStorage, @unchecked Sendable {
         return generation
     }
 
+    /// Sets the vault's row to another storage's, as that one holds it (an offline replica of
+    /// a vault in PostgreSQL): the generation and its seal are copied, never raised or sealed
+    /// here, so the replica authenticates exactly as the server's row did. Inside a `write`
+    /// with no generation cipher set.
+    package func replicateVaultRow(_ header: VaultHeader, nextNodeID: NodeID, state: VaultState) throws(VaultError) {
+        try db.run("""
+            INSERT OR REPLACE INTO vault (singleton, vault_id, item_size_limit, next_node_id, header_mac, rules_mac, generation,
+                                          members_mac, state_mac)
+            VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.blob(header.vaultID), .integer(Int64(header.itemSizeLimit)), .integer(nextNodeID.rawValue), .blob(header.mac),
+                  state.rulesMAC.map(SQLValue.blob) ?? .null, .integer(state.generation), state.membersMAC.map(SQLValue.blob) ?? .null,
+                  state.stateMAC.map(SQLValue.blob) ?? .null])
+    }
+
     package func allocateNodeID() throws(VaultError) -> NodeID {
         guard let id = try db.row("UPDATE vault SET next_node_id = next_node_id + 1 WHERE singleton = 1 RETURNING next_node_id - 1")?.first?.integer else {
             throw .integrityFailure("vault header (missing)")

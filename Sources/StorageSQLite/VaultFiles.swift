@@ -4,7 +4,7 @@ import SystemCalls
 import SystemPackage
 
 /// The few filesystem steps around an SQLite vault file that SQLite does not do itself.
-enum VaultFiles {
+package enum VaultFiles {
     /// `mkdir -p` of the vault's directory; directories it creates are 0700.
     static func createParentDirectories(of path: String) throws(VaultError) {
         do {
@@ -43,7 +43,7 @@ enum VaultFiles {
         }
     }
 
-    static func removeVaultFiles(_ path: String) {
+    package static func removeVaultFiles(_ path: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }
 }

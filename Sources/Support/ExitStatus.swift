@@ -20,6 +20,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
     case serviceUnavailable = 14
     case rolledBack = 15
     case pinSlotRefused = 16
+    case offline = 17
     /// ArgumentParser's own status for a command line it cannot parse (EX_USAGE).
     case usage = 64
 
@@ -42,6 +43,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .serviceUnavailable: "the Secret Service cannot start: no session bus, or org.freedesktop.secrets is owned by another process (see --replace, `secret-service --status`)"
         case .rolledBack: "the vault is older than the newest generation of it this machine has seen (an older file or dump put back), or this machine's record of it is older than its TPM counter; --accept-rollback opens it"
         case .pinSlotRefused: "the TPM PIN slot cannot open the vault here: the TPM's lockout after too many wrong PINs, PCRs that changed (a firmware or Secure Boot update), another machine's TPM or none, or no PIN slot; the passphrase opens it"
+        case .offline: "a change refused because a team vault is offline: its PostgreSQL server cannot be reached and the vault is read from its local replica"
         case .usage: "usage error"
         }
     }
@@ -80,6 +82,7 @@ package enum ExitStatus: Int32, CaseIterable, Sendable {
         case .memberKeyRequired: .wrongPassphrase
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: .invalidInput
         case .rolledBack, .recordRolledBack: .rolledBack
+        case .offline: .offline
         case .reported(let status, _): ExitStatus(rawValue: status) ?? .failure
         }
     }

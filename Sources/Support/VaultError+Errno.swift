@@ -33,6 +33,8 @@ extension VaultError {
         case .noKeySlotLeft, .thisDeviceOnlyInTeamVault: return EINVAL
         // The vault's data is older than this machine knows it: stale, as NFS says of a handle.
         case .rolledBack, .recordRolledBack: return ESTALE
+        // Served read-only from the replica: a read-only filesystem, as the kernel says of one.
+        case .offline: return EROFS
         case .reported: return EIO
         }
     }

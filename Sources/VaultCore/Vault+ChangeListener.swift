@@ -9,6 +9,8 @@ extension Vault {
     /// vault, on a connection of its own; nil for a vault file, which has no such channel
     /// (its readers compare `changeStamp()` instead). Needs no key.
     public func changeListener() -> VaultChangeListener? {
-        try? withStorage { (storage) throws(VaultError) in (storage as? PostgresStorage)?.changeListener() }
+        try? withStorage { (storage) throws(VaultError) in
+            (storage as? PostgresStorage)?.changeListener() ?? (storage as? ReplicatedStorage)?.changeListener()
+        }
     }
 }

@@ -8,6 +8,7 @@ extension Vault {
     public func observeStorageConnection(_ observer: @escaping @Sendable (StorageConnectionEvent) -> Void) {
         try? withStorage { (storage) throws(VaultError) in
             (storage as? PostgresStorage)?.observeConnection(observer)
+            (storage as? ReplicatedStorage)?.observeConnection(observer)
         }
     }
 }

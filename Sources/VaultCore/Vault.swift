@@ -103,6 +103,10 @@ public final class Vault: Sendable {
     /// while every key is here: at a lock, an unmount and when the vault is released (not at
     /// every write, which would cost a sync each). A failure to record is not the operation's.
     private static func recordGenerationSeen(_ state: inout State, at location: String) {
+        // The offline replica first: it must hold the generation recorded as seen, or an open
+        // from it would be refused as older; and what this process read or changed is there to
+        // read offline next time (a command copies as it closes the vault).
+        _ = try? (state.storage as? ReplicatedStorage)?.refreshReplica()
         guard let cipher = state.cipher, cipher.holdsEveryKey, let generation = state.storage.lastSealedGeneration,
               generation != state.recordedGeneration, let header = try? state.storage.header() else { return }
         if (try? SeenGenerations.record(location: location, generation: generation, headerMAC: header.mac, cipher: cipher)) != nil {
@@ -316,6 +320,11 @@ public final class Vault: Sendable {
             }
         }
         vault.state.withLock { $0.recordedGeneration = generation }
+        // The replica carries the newest generation this machine copied: a server older than
+        // it was restored from an older dump, even where the record above was lost.
+        try vault.withStorage { (storage) throws(VaultError) in
+            try (storage as? ReplicatedStorage)?.checkAtOpen(accepting: acceptingRollback)
+        }
         return vault
     }
 

@@ -51,6 +51,9 @@ extension VaultError: CustomStringConvertible {
             return "storage error: \(detail)"
         case .storageUnreachable(let detail):
             return "storage unreachable: \(detail)"
+        case .offline(let vault):
+            return "\(vault) is offline: its server cannot be reached, and the local replica it is read from takes no changes "
+                + "(nothing is queued; change it again once `keychainfs status` no longer says offline)"
         case .secureMemoryUnavailable(let detail):
             return "cannot allocate locked memory for secrets (\(detail)); raise the locked-memory limit (ulimit -l)"
         case .invalidArgument(let detail):

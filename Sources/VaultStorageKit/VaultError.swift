@@ -38,6 +38,10 @@ public enum VaultError: Error, Equatable, Sendable {
     /// time. Nothing of the call is known to be stored; a commit whose outcome is unknown is
     /// reported so too. Names the server (never a password) and the cause.
     case storageUnreachable(String)
+    /// A change asked of a vault served from its offline replica, its server unreachable:
+    /// refused, never queued (a server found older than the replica is `.rolledBack` instead).
+    /// Names the vault (never a password).
+    case offline(String)
     case secureMemoryUnavailable(String)
     case invalidArgument(String)
     /// Names the node (and, for the command line, the attribute); never a value.

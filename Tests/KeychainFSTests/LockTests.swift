@@ -197,13 +197,15 @@ func status(_ mountpoint: String) throws -> StatusReport {
     @Test func statusJSONHasEveryFieldAndParses() throws {
         let m = try MountFixture()
         let fields: Set = ["mountpoint", "vault", "pid", "locked", "items", "idle_lock_seconds", "idle_seconds", "locks_in_seconds",
-                                 "transport"]
+                                 "transport", "offline_since", "replica_copied_at", "server_generation", "replica_generation"]
         let one = try run(keychainfsBinary, ["status", "--json", m.mountpoint])
         #expect(one.exitStatus == .success)
         let object = try #require(try JSONSerialization.jsonObject(with: one.stdout) as? [String: Any], "\(one.stdoutText)")
         #expect(Set(object.keys) == fields)
         #expect(object["mountpoint"] as? String == m.mountpoint)
         #expect(object["idle_lock_seconds"] is NSNull && object["locks_in_seconds"] is NSNull)
+        // A vault file has no offline replica.
+        #expect(["offline_since", "replica_copied_at", "server_generation", "replica_generation"].allSatisfy { object[$0] is NSNull })
         #expect(object["locked"] as? Bool == false)
         // Whichever the run asked for (KEYCHAINFS_TRANSPORT), one of the two.
         #expect(["dev-fuse", "io-uring"].contains(object["transport"] as? String))

@@ -6,7 +6,9 @@ import Testing
 @testable import VaultCore
 
 /// PostgreSQL stopped, restarted or silent under a mount and the command line: calls fail with
-/// EIO within a bound, nothing acknowledged is lost, and the mount recovers by itself.
+/// EIO within a bound, nothing acknowledged is lost, and the mount recovers by itself. Without
+/// an offline replica (`--no-offline`): with one, reads go on and changes are EROFS
+/// (OfflineReplicaTests).
 @Suite(.serialized, .tags(.mount, .postgres, .slow)) struct PostgresFaultTests {
     /// Short bounds, so that the tests wait seconds, not the defaults' tens of seconds.
     static let timeout = 3
@@ -28,7 +30,8 @@ import Testing
         let mountpoint = vault.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let logFile = vault.directory + "/daemon.stderr"
-        return (vault, mountpoint, logFile, try ForegroundDaemon(vault, mountpoint: mountpoint, standardError: logFile))
+        return (vault, mountpoint, logFile, try ForegroundDaemon(vault, mountpoint: mountpoint, extra: ["--no-offline"],
+                                                                standardError: logFile))
     }
 
     static func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
@@ -111,7 +114,7 @@ import Testing
         #expect(lookup.errno == EIO)
         #expect(lookup.seconds < Double(PostgresFaultTests.timeout + 3), "a lookup took \(lookup.seconds) s")
         // A new connection to a silent server is bounded by connect_timeout.
-        let (listing, listingSeconds) = try PostgresFaultTests.timed { try vault.cli(["ls"]) }
+        let (listing, listingSeconds) = try PostgresFaultTests.timed { try vault.cli(["ls", "--no-offline"]) }
         #expect(listing.exitStatus == .storage, "\(listing.stderr)")
         #expect(listingSeconds < 10, "the command took \(listingSeconds) s")
 
@@ -130,7 +133,7 @@ import Testing
         let vault = try CLIFixture(vault: uri.replacingOccurrences(of: "postgresql:///", with: "postgresql://postgres:hunter2-canary@/"))
         #expect(try vault.cli(["set", "kept", "value"]).exitStatus == .success)
         server.stop()
-        let (result, seconds) = try PostgresFaultTests.timed { try vault.cli(["get", "kept"]) }
+        let (result, seconds) = try PostgresFaultTests.timed { try vault.cli(["get", "--no-offline", "kept"]) }
         #expect(result.exitStatus == .storage)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count == 1, "\(result.stderr)")

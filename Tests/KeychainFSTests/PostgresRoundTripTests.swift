@@ -14,7 +14,8 @@ import Testing
         let counter = try PostgresRoundTripCounter(to: server)
         let uri = try server.createDatabase("trips")
             .replacingOccurrences(of: "host=\(server.socketDirectory)", with: "host=\(counter.socketDirectory)")
-        let mount = try MountFixture(vault: uri)
+        // The request path alone: an offline replica's copies are counted apart (OfflineReplicaTests).
+        let mount = try MountFixture(vault: uri, extra: ["--no-offline"])
         defer { withExtendedLifetime(counter) { mount.unmountQuietly() } }
         #expect(mkdir(mount.path("dir"), 0o700) == 0)
         let count = 10

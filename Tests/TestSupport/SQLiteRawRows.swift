@@ -1,10 +1,10 @@
 import CSQLite
 
 /// Raw rows of a vault file, with SQLite's own API.
-final class SQLiteRawRows: RawRows {
+package final class SQLiteRawRows: RawRows {
     private var db: OpaquePointer?
 
-    init(_ file: String) throws {
+    package init(_ file: String) throws {
         guard sqlite3_open_v2(file, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
             sqlite3_close(db)
             throw FixtureError("cannot open \(file)")
@@ -41,7 +41,7 @@ final class SQLiteRawRows: RawRows {
         return count == 0 ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, column), count: count))
     }
 
-    func blobs(_ table: String, _ column: String, key: String, where condition: String) throws -> [(Int64, [UInt8]?)] {
+    package func blobs(_ table: String, _ column: String, key: String, where condition: String) throws -> [(Int64, [UInt8]?)] {
         var rows: [(Int64, [UInt8]?)] = []
         try statement("SELECT \(key), \(column) FROM \(table) WHERE \(condition) ORDER BY \(key)") {
             rows.append((sqlite3_column_int64($0, 0), SQLiteRawRows.blob($0, 1)))
@@ -49,39 +49,39 @@ final class SQLiteRawRows: RawRows {
         return rows
     }
 
-    func setBlob(_ table: String, _ column: String, where condition: String, _ bytes: [UInt8]?) throws {
+    package func setBlob(_ table: String, _ column: String, where condition: String, _ bytes: [UInt8]?) throws {
         try statement("UPDATE \(table) SET \(column) = ? WHERE \(condition)", [bytes])
     }
 
-    func update(_ table: String, set assignments: String, where condition: String) throws {
+    package func update(_ table: String, set assignments: String, where condition: String) throws {
         try statement("UPDATE \(table) SET \(assignments) WHERE \(condition)")
     }
 
-    func delete(_ table: String, where condition: String) throws {
+    package func delete(_ table: String, where condition: String) throws {
         try statement("DELETE FROM \(table) WHERE \(condition)")
     }
 
-    func insertCopies(_ table: String, setting column: String, to value: Int64, keeping columns: [String],
+    package func insertCopies(_ table: String, setting column: String, to value: Int64, keeping columns: [String],
                       where condition: String) throws {
         let kept = columns.joined(separator: ", ")
         try statement("INSERT INTO \(table) (\(column), \(kept)) SELECT \(value), \(kept) FROM \(table) WHERE \(condition)")
     }
 
-    func vaultBlob(_ column: String) throws -> [UInt8]? {
+    package func vaultBlob(_ column: String) throws -> [UInt8]? {
         var value: [UInt8]? = nil
         try statement("SELECT \(column) FROM vault") { value = SQLiteRawRows.blob($0, 0) }
         return value
     }
 
-    func setVaultBlob(_ column: String, _ bytes: [UInt8]?) throws {
+    package func setVaultBlob(_ column: String, _ bytes: [UInt8]?) throws {
         try statement("UPDATE vault SET \(column) = ?", [bytes])
     }
 
-    func updateVaultRow(set assignments: String) throws {
+    package func updateVaultRow(set assignments: String) throws {
         try statement("UPDATE vault SET \(assignments)")
     }
 
-    func setFormatVersion(_ version: Int) throws {
+    package func setFormatVersion(_ version: Int) throws {
         try statement("PRAGMA user_version = \(version)")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import Daemon
 import Support
 import VaultCore
@@ -48,6 +49,39 @@ struct Status: ParsableCommand {
               items:     \(status.items.map(String.init) ?? "unknown")
               idle lock: \(idle)
               daemon:    pid \(status.pid)
-            """ + (status.transport.map { "\n  transport: \($0)" } ?? "")
+            """ + (status.transport.map { "\n  transport: \($0)" } ?? "") + (Status.server(status).map { "\n  server:    " + $0 } ?? "")
+    }
+
+    /// A PostgreSQL vault with an offline replica: live, or offline since when, and how old
+    /// the replica it is read from is. nil for any other vault.
+    static func server(_ status: MountStatus) -> String? {
+        let now = Int64(time(nil))
+        let age = status.replicaCopiedAt.map { "the replica is \(Status.duration(now - $0)) old (copied \(Status.utc($0)))" }
+        if let found = status.serverGeneration, let newest = status.replicaGeneration {
+            return "older than this machine's replica (generation \(found) < \(newest): an older dump restored?); "
+                + "reads from the replica, changes refused; remount with -o accept_rollback to take the server's"
+        }
+        if let since = status.offlineSince {
+            return "offline since \(Status.utc(since)); reads from the replica, changes refused" + (age.map { "; " + $0 } ?? "; no replica copied yet")
+        }
+        guard status.replicaCopiedAt != nil else { return nil }
+        return "live" + (age.map { "; " + $0 } ?? "")
+    }
+
+    static func utc(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S UTC", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func duration(_ seconds: Int64) -> String {
+        let s = max(0, seconds)
+        if s < 120 { return "\(s) s" }
+        if s < 7200 { return "\(s / 60) min" }
+        if s < 172_800 { return "\(s / 3600) h" }
+        return "\(s / 86400) days"
     }
 }

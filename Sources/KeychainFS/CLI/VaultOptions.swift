@@ -22,6 +22,9 @@ struct VaultOptions: ParsableArguments {
     @Flag(name: .customLong("accept-rollback"), help: "Open the vault even when it is older than the newest generation of it this machine has seen (an older file or dump put back on purpose), and take its generation as the newest.")
     var acceptRollback = false
 
+    @Flag(name: .customLong("no-offline"), help: "For a vault in PostgreSQL: keep no offline replica of it on this machine and never read one; an unreachable server is then an error (exit status 10).")
+    var noOffline = false
+
     /// The member key file to open the vault with; nil to open it with a vault passphrase.
     var resolvedMemberKeyPath: String? { memberKeyPath ?? (asMember ? MemberKey.defaultPath : nil) }
 
@@ -29,6 +32,8 @@ struct VaultOptions: ParsableArguments {
     /// anything is opened or created: `--vault`, $KEYCHAINFS_VAULT, and through them mount(8)
     /// and the systemd units.
     func validate() throws {
+        // One setting per process, read once here, before anything opens the vault.
+        OfflineReplicas.isEnabled = !noOffline
         if tpmPIN.opensWithPIN && resolvedMemberKeyPath != nil {
             throw ValidationError("--pin and --pin-file open a vault with its TPM PIN slot, --member with a member key: give one")
         }
@@ -105,6 +110,7 @@ extension VaultOptions {
                                  passphraseFile: secret.passphraseFile.map { $0 == "-" ? $0 : MemberKeyOptions.absolute($0) },
                                  passphraseCommand: secret.passphraseCommand,
                                  memberKeyPath: resolvedMemberKeyPath.map(MemberKeyOptions.absolute), acceptRollback: acceptRollback,
+                                 noOffline: noOffline,
                                  opensWithPIN: tpmPIN.opensWithPIN,
                                  pinFile: tpmPIN.file.map { $0 == "-" ? $0 : MemberKeyOptions.absolute($0) })
     }

@@ -82,7 +82,10 @@ public enum VaultLocation: Sendable, Equatable {
     static func createStorage(at path: String, _ populate: (any VaultStorage) throws(VaultError) -> Void) throws(VaultError) -> any VaultStorage {
         switch try parsed(path) {
         case .postgreSQL(let uri):
-            return try PostgresStorage.create(at: uri) { (storage) throws(VaultError) in try populate(storage) }
+            guard OfflineReplicas.isEnabled else {
+                return try PostgresStorage.create(at: uri) { (storage) throws(VaultError) in try populate(storage) }
+            }
+            return try ReplicatedStorage.create(at: uri) { (storage) throws(VaultError) in try populate(storage) }
         case .file(let file):
             return try SQLiteStorage.create(at: file) { (storage) throws(VaultError) in try populate(storage) }
         }
@@ -90,7 +93,7 @@ public enum VaultLocation: Sendable, Equatable {
 
     static func openStorage(at path: String) throws(VaultError) -> any VaultStorage {
         switch try parsed(path) {
-        case .postgreSQL(let uri): try PostgresStorage.open(at: uri)
+        case .postgreSQL(let uri): OfflineReplicas.isEnabled ? try ReplicatedStorage.open(at: uri) : try PostgresStorage.open(at: uri)
         case .file(let file): try SQLiteStorage.open(at: file)
         }
     }
