@@ -43,6 +43,8 @@ struct KeychainFSCommand: ParsableCommand {
         }
         do {
             var command = try parseAsRoot(arguments)
+            // One setting per process, before anything opens the vault (`OpensVault`).
+            if let opening = command as? any OpensVault { OfflineReplicas.isEnabled = !opening.vaultOptions.noOffline }
             try command.run()
         } catch {
             exit(withError: error)

@@ -32,7 +32,8 @@ extension Vault {
     /// Records `access` to `path` by this process through the vault itself (the command line
     /// holding the key, with no daemon between), when the vault has members: the team log holds
     /// every member's reads and changes, not only those through a mount. A vault of one owner
-    /// logs only what programs do through a mount, as before.
+    /// logs only what programs do through a mount, as before. Offline (read from the replica,
+    /// which takes no writes) this is `.offline`: the caller says the access went unrecorded.
     public func recordInTeamLog(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) {
         let team = try withStorage { (storage) throws(VaultError) -> Bool in
             try storage.read { () throws(VaultError) -> Bool in

@@ -3,6 +3,7 @@ import Foundation
 @testable import KeychainFS
 @testable import Support
 import Testing
+import VaultCore
 
 /// Completions, the man page and the version come from the commands' own definitions; every
 /// command that prints data can print JSON.
@@ -12,6 +13,23 @@ import Testing
     private func subcommandNames(of command: any ParsableCommand.Type = KeychainFSCommand.self) -> [String] {
         command.configuration.subcommands.filter { $0.configuration.shouldDisplay }
             .flatMap { [$0._commandName] + subcommandNames(of: $0) }
+    }
+
+    /// Every command that takes `--no-offline` is one `main` reads it from before it runs: a
+    /// command left out would keep (and read) a replica whatever its command line said.
+    @Test func everyCommandTakingNoOfflineIsReadForIt() throws {
+        func commands(of command: any ParsableCommand.Type = KeychainFSCommand.self) -> [any ParsableCommand.Type] {
+            command.configuration.subcommands.flatMap { [$0] + commands(of: $0) }
+        }
+        var checked = 0
+        for command in commands() where command.helpMessage(includeHidden: true).contains("--no-offline") {
+            #expect(command is any OpensVault.Type, "\(command._commandName) takes --no-offline but is not OpensVault")
+            checked += 1
+        }
+        #expect(checked > 30)
+        // And the command line parsed here changed nothing of this process's setting.
+        _ = try KeychainFSCommand.parseAsRoot(["get", "--vault", "postgresql://nowhere/x", "item"])
+        #expect(!OfflineReplicas.isEnabled)
     }
 
     @Test func theVersionIsTheConstant() throws {

@@ -318,7 +318,10 @@ import Testing
         #expect(removed.exitStatus == .success, "member remove: \(removed.stderr)")
         #expect(try owner.cli.cli(["set", "shared", "after the removal"]).exitStatus == .success)
         // Offline, bob reads what he could read before, from his replica.
-        #expect(try bob.cli(["get", "--member-key", key, "shared"]).stdoutText == "before")
+        let offlineRead = try bob.cli(["get", "--member-key", key, "shared"])
+        #expect(offlineRead.stdoutText == "before")
+        // The team log is on the server: the read is done, and said to be unrecorded.
+        #expect(offlineRead.exitStatus == .success && offlineRead.stderr.contains("not recorded in the team log"), "\(offlineRead.stderr)")
         #expect(readFile(mountpoint + "/shared") == Array("before".utf8))
 
         // Back on the network: the rotation reaches his mount, which locks.

@@ -19,7 +19,7 @@ enum SecretSource {
             do throws(VaultError) {
                 let content = try vault.read(path)
                 // A team vault's log holds what a member's exec read, as a mount's would.
-                try vault.recordInTeamLog(.read, at: path)
+                try vault.logged(.read, at: path)
                 return content
             } catch {
                 throw CommandFailure(error)

@@ -1,11 +1,19 @@
 import Daemon
+import Support
 import VaultCore
 
 /// The vault opened with the passphrase: every access is the owner's, no rule is asked.
 extension Vault: VaultSession {
     func itemSizeLimit() throws(VaultError) -> Int { itemSizeLimit }
 
-    func logged(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) { try recordInTeamLog(access, at: path) }
+    func logged(_ access: LoggedAccess, at path: VaultPath) throws(VaultError) {
+        do throws(VaultError) {
+            try recordInTeamLog(access, at: path)
+        } catch .offline {
+            // A read from the replica: done, but the team log on the server cannot hear of it.
+            Terminal.printInfo("offline: this \(access) of \(path) is not recorded in the team log")
+        }
+    }
 
     func list(_ path: VaultPath, details: Bool) throws(VaultError) -> [EntrySummary] {
         try list(path).map { (entry) throws(VaultError) in

@@ -32,8 +32,6 @@ struct VaultOptions: ParsableArguments {
     /// anything is opened or created: `--vault`, $KEYCHAINFS_VAULT, and through them mount(8)
     /// and the systemd units.
     func validate() throws {
-        // One setting per process, read once here, before anything opens the vault.
-        OfflineReplicas.isEnabled = !noOffline
         if tpmPIN.opensWithPIN && resolvedMemberKeyPath != nil {
             throw ValidationError("--pin and --pin-file open a vault with its TPM PIN slot, --member with a member key: give one")
         }
