@@ -7,42 +7,33 @@ protocol OpensVault {
     var vaultOptions: VaultOptions { get }
 }
 
-extension OpensVault where Self: VaultCommandWithOptionGroup {
-    var vaultOptions: VaultOptions { vault }
-}
-
-/// Commands whose options are `@OptionGroup var vault: VaultOptions`.
-protocol VaultCommandWithOptionGroup {
-    var vault: VaultOptions { get }
-}
-
-extension Allow: OpensVault, VaultCommandWithOptionGroup {}
-extension AttributeCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension ChangePassphrase: OpensVault, VaultCommandWithOptionGroup {}
-extension ClassCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension Disallow: OpensVault, VaultCommandWithOptionGroup {}
-extension Exec: OpensVault, VaultCommandWithOptionGroup {}
-extension ExportCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension FindItems: OpensVault, VaultCommandWithOptionGroup {}
-extension GetItem: OpensVault, VaultCommandWithOptionGroup {}
-extension Init: OpensVault, VaultCommandWithOptionGroup {}
-extension LabelCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension List: OpensVault, VaultCommandWithOptionGroup {}
-extension LogCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension MakeDictionary: OpensVault, VaultCommandWithOptionGroup {}
-extension MemberAdd: OpensVault, VaultCommandWithOptionGroup {}
-extension MemberList: OpensVault, VaultCommandWithOptionGroup {}
-extension MemberRemove: OpensVault, VaultCommandWithOptionGroup {}
-extension MemberRotateList: OpensVault, VaultCommandWithOptionGroup {}
-extension Mount: OpensVault, VaultCommandWithOptionGroup {}
-extension Move: OpensVault, VaultCommandWithOptionGroup {}
-extension Remove: OpensVault, VaultCommandWithOptionGroup {}
-extension Rules: OpensVault, VaultCommandWithOptionGroup {}
-extension SecretServiceCommand: OpensVault, VaultCommandWithOptionGroup {}
-extension SetItem: OpensVault, VaultCommandWithOptionGroup {}
-extension TPMPINAdd: OpensVault, VaultCommandWithOptionGroup {}
-extension TPMPINRemove: OpensVault, VaultCommandWithOptionGroup {}
-extension Verify: OpensVault, VaultCommandWithOptionGroup {}
+extension Allow: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension AttributeCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension ChangePassphrase: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension ClassCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Disallow: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Exec: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension ExportCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension FindItems: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension GetItem: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Init: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension LabelCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension List: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension LogCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension MakeDictionary: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension MemberAdd: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension MemberList: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension MemberRemove: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension MemberRotateList: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Mount: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Move: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Remove: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Rules: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension SecretServiceCommand: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension SetItem: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension TPMPINAdd: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension TPMPINRemove: OpensVault { var vaultOptions: VaultOptions { vault } }
+extension Verify: OpensVault { var vaultOptions: VaultOptions { vault } }
 
 extension ImportArchive: OpensVault { var vaultOptions: VaultOptions { options.vault } }
 extension ImportCSV: OpensVault { var vaultOptions: VaultOptions { options.vault } }
