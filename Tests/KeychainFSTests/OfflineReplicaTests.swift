@@ -50,6 +50,16 @@ import Testing
         func replicaCaughtUp(within seconds: Double = 10) -> Bool {
             eventually(within: seconds) { serverGeneration != nil && serverGeneration == replicaGeneration }
         }
+
+        /// Waits until the mount's access log batch naming `item` is committed: a batch raises the
+        /// vault's generation, so a generation read before it may be passed by the log's flush.
+        func logged(_ item: String, within seconds: Double = 10) -> Bool {
+            eventually(within: seconds) {
+                guard let shown = try? cli.cli(["log", "--json", "--item", item]), shown.exitStatus == .success,
+                      let entries = try? JSONSerialization.jsonObject(with: shown.stdout) as? [Any] else { return false }
+                return !entries.isEmpty
+            }
+        }
     }
 
     /// `keychainfs status --json MOUNTPOINT`, as a dictionary.
@@ -217,12 +227,12 @@ import Testing
         let logFile = vault.cli.directory + "/daemon.stderr"
         let daemon = try ForegroundDaemon(vault.cli, mountpoint: mountpoint, standardError: logFile)
         #expect(writeFile(mountpoint + "/token", Array("old".utf8)) == 0)
-        #expect(vault.replicaCaughtUp())
+        #expect(vault.logged("token") && vault.replicaCaughtUp())
         let dump = try server.dump(vault.database)
         let older = try #require(vault.serverGeneration)
         #expect(writeFile(mountpoint + "/token", Array("new".utf8)) == 0)
         #expect(writeFile(mountpoint + "/later", Array("later".utf8)) == 0)
-        #expect(vault.replicaCaughtUp())
+        #expect(vault.logged("later") && vault.replicaCaughtUp())
         let newest = try #require(vault.replicaGeneration)
         #expect(newest > older)
 
