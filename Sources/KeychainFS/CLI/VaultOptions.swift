@@ -49,12 +49,7 @@ struct VaultOptions: ParsableArguments {
 
     /// $KEYCHAINFS_VAULT, else $XDG_DATA_HOME/keychainfs/default.vault, else under ~/.local/share.
     static func defaultVaultPath() -> String {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let path = env("KEYCHAINFS_VAULT") { return path }
-        if let data = env("XDG_DATA_HOME") { return data + "/keychainfs/default.vault" }
-        var home = env("HOME")
-        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
-        return (home ?? "/") + "/.local/share/keychainfs/default.vault"
+        XDGBaseDirectory.environment("KEYCHAINFS_VAULT") ?? XDGBaseDirectory.data.keychainfs + "/default.vault"
     }
 
     var passphraseFromStandardInput: Bool { secret.passphraseFromStandardInput }

@@ -16,12 +16,7 @@ public enum HostKey {
     /// `$KEYCHAINFS_HOST_KEY`, else `$XDG_STATE_HOME/keychainfs/host.key`, else
     /// `~/.local/state/keychainfs/host.key`.
     public static var path: String {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let explicit = env("KEYCHAINFS_HOST_KEY") { return explicit }
-        if let state = env("XDG_STATE_HOME") { return state + "/keychainfs/host.key" }
-        var home = env("HOME")
-        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
-        return (home ?? "/") + "/.local/state/keychainfs/host.key"
+        XDGBaseDirectory.environment("KEYCHAINFS_HOST_KEY") ?? XDGBaseDirectory.state.keychainfs + "/host.key"
     }
 
     /// The TPM's sealed object, beside `path`: `host.tpm` for `host.key`, else `path` + `.tpm`.

@@ -129,13 +129,7 @@ public final class MemberKey: Sendable {
     }
 
     /// `$XDG_DATA_HOME/keychainfs/member.key`, else `~/.local/share/keychainfs/member.key`.
-    public static var defaultPath: String {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let data = env("XDG_DATA_HOME") { return data + "/keychainfs/member.key" }
-        var home = env("HOME")
-        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
-        return (home ?? "/") + "/.local/share/keychainfs/member.key"
-    }
+    public static var defaultPath: String { XDGBaseDirectory.data.keychainfs + "/member.key" }
 
     /// Makes a key pair and writes it to `path` (0600, missing directories 0700); refuses an
     /// existing file, so a member never loses the key their vaults are wrapped to.

@@ -23,13 +23,7 @@ import StorageSQLite
 /// alone cannot: the file put back from an older copy (or deleted), with the vault, is refused
 /// too (see `update`).
 public enum SeenGenerations {
-    public static var path: String {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let state = env("XDG_STATE_HOME") { return state + "/keychainfs/generations.sqlite" }
-        var home = env("HOME")
-        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
-        return (home ?? "/") + "/.local/state/keychainfs/generations.sqlite"
-    }
+    public static var path: String { XDGBaseDirectory.state.keychainfs + "/generations.sqlite" }
 
     /// Where a vault is, as its row names it: a file by its real path (a copy elsewhere is
     /// another vault location), a PostgreSQL vault by its URI without the password.

@@ -18,13 +18,7 @@ public enum OfflineReplicas {
         set { disabled.store(!newValue, ordering: .releasing) }
     }
 
-    public static var directory: String {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let cache = env("XDG_CACHE_HOME") { return cache + "/keychainfs/replicas" }
-        var home = env("HOME")
-        if home == nil, let entry = getpwuid(getuid()) { home = String(cString: entry.pointee.pw_dir) }
-        return (home ?? "/") + "/.cache/keychainfs/replicas"
-    }
+    public static var directory: String { XDGBaseDirectory.cache.keychainfs + "/replicas" }
 
     /// The replica of the vault shown as `location` (a URI without its password, with `#name`).
     public static func path(of location: String) -> String {
