@@ -161,7 +161,7 @@ struct KeyRotation {
         let newKeys = try AccessLogKeys(cipher: new)
         for stored in try storage.accessLogBatches(since: nil, afterSequence: nil) {
             guard case .row(let row) = stored else { throw refused("an access log batch (malformed)") }
-            guard case .success = try oldKeys.open(row), let resealed = try oldKeys.reseal(row, to: newKeys.sealer) else {
+            guard case .success(let resealed) = try oldKeys.reseal(row, to: newKeys.sealer) else {
                 throw refused("access log batch \(row.sequence)")
             }
             try storage.replaceAccessLogBatch(sequence: row.sequence, sealed: resealed)

@@ -22,11 +22,12 @@ extension Vault {
     }
 
     /// The entry of a change this process makes with the passphrase (a rule or class change by
-    /// the command line): its own pid and executable.
-    static func ownChange(_ access: LoggedAccess, at path: VaultPath) -> AccessLogEntry {
+    /// the command line, a member added or removed: `member` names them): its own pid and
+    /// executable.
+    static func ownChange(_ access: LoggedAccess, at path: VaultPath? = nil, member: String? = nil) -> AccessLogEntry {
         let me = ProcessIdentity(pid: getpid())
         return AccessLogEntry(pid: getpid(), executable: me.executable?.path, unit: me.unit, path: path, access: access,
-                              decision: .allowed)
+                              decision: .allowed, aboutMember: member)
     }
 
     /// Records `access` to `path` by this process through the vault itself (the command line
@@ -43,13 +44,6 @@ extension Vault {
         }
         guard team else { return }
         try appendAccessLog([Vault.ownChange(access, at: path)])
-    }
-
-    /// The entry of a member added or removed by this process.
-    static func ownMembershipChange(_ access: LoggedAccess, of member: String) -> AccessLogEntry {
-        let me = ProcessIdentity(pid: getpid())
-        return AccessLogEntry(pid: getpid(), executable: me.executable?.path, unit: me.unit, access: access, decision: .allowed,
-                              aboutMember: member)
     }
 
     /// The same inside a transaction the caller holds (a rule change and its entry commit together).

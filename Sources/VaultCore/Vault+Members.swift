@@ -66,7 +66,7 @@ extension Vault {
             if try store.hasCheckableState { _ = try store.checkedState() }
             try store.storage.insertMemberSlot(slot)
             try store.resealMembersMAC()
-            try appendAccessLog([Vault.ownMembershipChange(.memberAddition, of: name)], in: store)
+            try appendAccessLog([Vault.ownChange(.memberAddition, member: name)], in: store)
         }
     }
 
@@ -135,7 +135,7 @@ extension Vault {
                 }
                 // In the team log, sealed to the new key: when the removal happened is what says
                 // which items changed since (`itemsToRotate`).
-                try AccessLogKeys(cipher: rotated).sealer.append([Vault.ownMembershipChange(.memberRemoval, of: name)], to: storage,
+                try AccessLogKeys(cipher: rotated).sealer.append([Vault.ownChange(.memberRemoval, member: name)], to: storage,
                                                                  bounds: .default, signer: store.signer)
                 let removal = MemberRemoval(recordsResealed: counts.total,
                                             keptMembers: kept.map { String(decoding: $0.name, as: UTF8.self) },

@@ -31,6 +31,20 @@ struct AccessLogKeys: ~Copyable {
     /// with the digest kept in front of it, or its signature does not hold.
     func open(_ row: AccessLogRow) throws(VaultError) -> Result<AccessLogBatch.Opened, AccessLogDefect> {
         guard let opened = try openPlain(row) else { return .failure(.failedAuthentication) }
+        return checked(opened, row)
+    }
+
+    /// The same batch sealed to `sealer` (a rotation's new log key), once it passed every check
+    /// of `open`: the plaintext, and so the digest and any signature, unchanged. Each box is
+    /// opened once.
+    func reseal(_ row: AccessLogRow, to sealer: AccessLogSealer) throws(VaultError) -> Result<[UInt8], AccessLogDefect> {
+        guard let opened = try openPlain(row) else { return .failure(.failedAuthentication) }
+        if case .failure(let defect) = checked(opened, row) { return .failure(defect) }
+        return .success((opened.kept ?? []) + sealer.seal(opened.plain))
+    }
+
+    /// The batch a row's box opened to, decoded and held against the row.
+    private func checked(_ opened: borrowing OpenedRow, _ row: AccessLogRow) -> Result<AccessLogBatch.Opened, AccessLogDefect> {
         let kept = opened.kept
         switch AccessLogBatch.decode(opened.plain, vaultID: sealer.vaultID, sequence: row.sequence) {
         case .failure(.malformed): return .failure(.malformed)
@@ -47,13 +61,6 @@ struct AccessLogKeys: ~Copyable {
             }
             return .success(opened)
         }
-    }
-
-    /// The same batch sealed to `sealer` (a rotation's new log key): the plaintext, and so the
-    /// digest and any signature, unchanged. nil when it does not open.
-    func reseal(_ row: AccessLogRow, to sealer: AccessLogSealer) throws(VaultError) -> [UInt8]? {
-        guard let opened = try openPlain(row) else { return nil }
-        return (opened.kept ?? []) + sealer.seal(opened.plain)
     }
 
     /// The padded plaintext of a row and the digest kept in front of its box (chained rows).
