@@ -118,31 +118,29 @@ enum ReplicaCopy {
 
     /// Stores `plan` in the replica, inside its write transaction.
     private static func apply(_ plan: Plan, to replica: SQLiteStorage) throws(VaultError) {
-        do {
-            for id in plan.removed { try replica.deleteNode(id) }
-            for node in plan.put {
-                try replica.insertNode(node.row, sealedContent: node.content)
-                for block in node.blocks { try replica.upsertContentBlock(block, of: node.row.id) }
-            }
-            for (node, tag) in plan.attributesRemoved { _ = try replica.deleteAttribute(of: node, tag: tag) }
-            for row in plan.attributesPut { try replica.upsertAttribute(row) }
-            let rules = Set(plan.rules.map(\.node))
-            for row in try replica.ruleRows() where !rules.contains(row.node) { _ = try replica.deleteRule(of: row.node) }
-            for row in plan.rules { try replica.upsertRule(row) }
-            let slots = Set(plan.keySlots.map(\.id))
-            for slot in try replica.keySlots() where !slots.contains(slot.id) { _ = try replica.deleteKeySlot(id: slot.id) }
-            for slot in plan.keySlots { try replica.upsertKeySlot(slot) }
-            if plan.version >= VaultFormat.oldestWithMembers {
-                for slot in try replica.memberSlots() { _ = try replica.deleteMemberSlot(named: slot.name) }
-                for slot in plan.memberSlots { try replica.insertMemberSlot(slot) }
-            }
-            if plan.version >= VaultFormat.oldestWithPINSlots {
-                for slot in try replica.pinSlots() { _ = try replica.deletePINSlot(id: slot.id) }
-                for slot in plan.pinSlots { try replica.upsertPINSlot(slot) }
-            }
-            try replica.setFormatVersion(plan.version)
-            try replica.replicateVaultRow(plan.header, nextNodeID: plan.nextNodeID, state: plan.state)
+        for id in plan.removed { try replica.deleteNode(id) }
+        for node in plan.put {
+            try replica.insertNode(node.row, sealedContent: node.content)
+            for block in node.blocks { try replica.upsertContentBlock(block, of: node.row.id) }
         }
+        for (node, tag) in plan.attributesRemoved { _ = try replica.deleteAttribute(of: node, tag: tag) }
+        for row in plan.attributesPut { try replica.upsertAttribute(row) }
+        let rules = Set(plan.rules.map(\.node))
+        for row in try replica.ruleRows() where !rules.contains(row.node) { _ = try replica.deleteRule(of: row.node) }
+        for row in plan.rules { try replica.upsertRule(row) }
+        let slots = Set(plan.keySlots.map(\.id))
+        for slot in try replica.keySlots() where !slots.contains(slot.id) { _ = try replica.deleteKeySlot(id: slot.id) }
+        for slot in plan.keySlots { try replica.upsertKeySlot(slot) }
+        if plan.version >= VaultFormat.oldestWithMembers {
+            for slot in try replica.memberSlots() { _ = try replica.deleteMemberSlot(named: slot.name) }
+            for slot in plan.memberSlots { try replica.insertMemberSlot(slot) }
+        }
+        if plan.version >= VaultFormat.oldestWithPINSlots {
+            for slot in try replica.pinSlots() { _ = try replica.deletePINSlot(id: slot.id) }
+            for slot in plan.pinSlots { try replica.upsertPINSlot(slot) }
+        }
+        try replica.setFormatVersion(plan.version)
+        try replica.replicateVaultRow(plan.header, nextNodeID: plan.nextNodeID, state: plan.state)
     }
 
     private static func same(_ a: NodeRow, _ b: NodeRow) -> Bool {

@@ -265,17 +265,16 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
 
     /// `body` on the server while live; on the replica offline, or when the server is found
     /// unreachable outside a transaction.
-    private func reading<R: ~Copyable>(_ server: (PostgresStorage) throws(VaultError) -> R,
-                                       _ local: (SQLiteStorage) throws(VaultError) -> R) throws(VaultError) -> R {
+    private func reading<R: ~Copyable>(_ body: (any VaultStorage) throws(VaultError) -> R) throws(VaultError) -> R {
         if let primary = live {
             do throws(VaultError) {
                 try checkReconnected(primary)
-                if live != nil { return try server(primary) }
+                if live != nil { return try body(primary) }
             } catch .storageUnreachable(let reason) {
                 guard depth == 0, goOffline() else { throw .storageUnreachable(reason) }
             }
         }
-        return try local(try offlineReplica())
+        return try body(try offlineReplica())
     }
 
     /// A change: the server's while live, refused otherwise.
@@ -286,12 +285,11 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
 
     /// A transaction on the server while live; a server lost in it (outside any other) means
     /// the body runs again, on the replica.
-    private func transaction<R: ~Copyable>(_ server: (PostgresStorage) throws(VaultError) -> R,
-                                           _ local: (SQLiteStorage) throws(VaultError) -> R) throws(VaultError) -> R {
+    private func transaction<R: ~Copyable>(_ body: (any VaultStorage) throws(VaultError) -> R) throws(VaultError) -> R {
         guard depth == 0 else {
             // Nested (a read inside a write): the enclosing transaction's storage.
-            if let primary = live { return try server(primary) }
-            return try local(try offlineReplica())
+            if let primary = live { return try body(primary) }
+            return try body(try offlineReplica())
         }
         if let primary = live {
             do throws(VaultError) {
@@ -299,7 +297,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
                 if let primary = live {
                     depth += 1
                     defer { depth -= 1 }
-                    return try server(primary)
+                    return try body(primary)
                 }
             } catch .storageUnreachable(let reason) {
                 guard goOffline() else { throw .storageUnreachable(reason) }
@@ -307,7 +305,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
         }
         depth += 1
         defer { depth -= 1 }
-        return try local(try offlineReplica())
+        return try body(try offlineReplica())
     }
 
     // MARK: transactions
@@ -330,12 +328,11 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func read<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try transaction({ (server) throws(VaultError) -> R in try server.read(body) }, { (local) throws(VaultError) -> R in try local.read(body) })
+        try transaction { (storage) throws(VaultError) -> R in try storage.read(body) }
     }
 
     func statements<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        try transaction({ (server) throws(VaultError) -> R in try server.statements(body) },
-                        { (local) throws(VaultError) -> R in try local.statements(body) })
+        try transaction { (storage) throws(VaultError) -> R in try storage.statements(body) }
     }
 
     func syncCarriedCommits() throws(VaultError) {
@@ -397,7 +394,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     // MARK: format
 
     func formatVersion() throws(VaultError) -> Int {
-        try reading({ (s) throws(VaultError) in try s.formatVersion() }, { (s) throws(VaultError) in try s.formatVersion() })
+        try reading { (s) throws(VaultError) in try s.formatVersion() }
     }
 
     func setFormatVersion(_ version: Int) throws(VaultError) {
@@ -415,7 +412,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func header() throws(VaultError) -> VaultHeader? {
-        try reading({ (s) throws(VaultError) in try s.header() }, { (s) throws(VaultError) in try s.header() })
+        try reading { (s) throws(VaultError) in try s.header() }
     }
 
     func updateHeaderMAC(_ mac: [UInt8]) throws(VaultError) {
@@ -427,13 +424,13 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func nextNodeID() throws(VaultError) -> NodeID? {
-        try reading({ (s) throws(VaultError) in try s.nextNodeID() }, { (s) throws(VaultError) in try s.nextNodeID() })
+        try reading { (s) throws(VaultError) in try s.nextNodeID() }
     }
 
     // MARK: key slots
 
     func keySlots() throws(VaultError) -> [KeySlotRow] {
-        try reading({ (s) throws(VaultError) in try s.keySlots() }, { (s) throws(VaultError) in try s.keySlots() })
+        try reading { (s) throws(VaultError) in try s.keySlots() }
     }
 
     func upsertKeySlot(_ slot: KeySlotRow) throws(VaultError) {
@@ -445,7 +442,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func pinSlots() throws(VaultError) -> [PINSlotRow] {
-        try reading({ (s) throws(VaultError) in try s.pinSlots() }, { (s) throws(VaultError) in try s.pinSlots() })
+        try reading { (s) throws(VaultError) in try s.pinSlots() }
     }
 
     func upsertPINSlot(_ slot: PINSlotRow) throws(VaultError) {
@@ -457,7 +454,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func memberSlots() throws(VaultError) -> [MemberSlotRow] {
-        try reading({ (s) throws(VaultError) in try s.memberSlots() }, { (s) throws(VaultError) in try s.memberSlots() })
+        try reading { (s) throws(VaultError) in try s.memberSlots() }
     }
 
     func insertMemberSlot(_ slot: MemberSlotRow) throws(VaultError) {
@@ -471,40 +468,39 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     // MARK: nodes
 
     func node(_ id: NodeID) throws(VaultError) -> NodeRow? {
-        try reading({ (s) throws(VaultError) in try s.node(id) }, { (s) throws(VaultError) in try s.node(id) })
+        try reading { (s) throws(VaultError) in try s.node(id) }
     }
 
     func node(in parent: NodeID, nameTag: [UInt8]) throws(VaultError) -> NodeRow? {
-        try reading({ (s) throws(VaultError) in try s.node(in: parent, nameTag: nameTag) },
-                    { (s) throws(VaultError) in try s.node(in: parent, nameTag: nameTag) })
+        try reading { (s) throws(VaultError) in try s.node(in: parent, nameTag: nameTag) }
     }
 
     func children(of parent: NodeID) throws(VaultError) -> [NodeRow] {
-        try reading({ (s) throws(VaultError) in try s.children(of: parent) }, { (s) throws(VaultError) in try s.children(of: parent) })
+        try reading { (s) throws(VaultError) in try s.children(of: parent) }
     }
 
     func hasChildren(_ parent: NodeID) throws(VaultError) -> Bool {
-        try reading({ (s) throws(VaultError) in try s.hasChildren(parent) }, { (s) throws(VaultError) in try s.hasChildren(parent) })
+        try reading { (s) throws(VaultError) in try s.hasChildren(parent) }
     }
 
     func parent(of id: NodeID) throws(VaultError) -> NodeID? {
-        try reading({ (s) throws(VaultError) in try s.parent(of: id) }, { (s) throws(VaultError) in try s.parent(of: id) })
+        try reading { (s) throws(VaultError) in try s.parent(of: id) }
     }
 
     func everyNode() throws(VaultError) -> [StoredNode] {
-        try reading({ (s) throws(VaultError) in try s.everyNode() }, { (s) throws(VaultError) in try s.everyNode() })
+        try reading { (s) throws(VaultError) in try s.everyNode() }
     }
 
     func itemCount() throws(VaultError) -> Int {
-        try reading({ (s) throws(VaultError) in try s.itemCount() }, { (s) throws(VaultError) in try s.itemCount() })
+        try reading { (s) throws(VaultError) in try s.itemCount() }
     }
 
     func sealedContent(of id: NodeID) throws(VaultError) -> [UInt8]? {
-        try reading({ (s) throws(VaultError) in try s.sealedContent(of: id) }, { (s) throws(VaultError) in try s.sealedContent(of: id) })
+        try reading { (s) throws(VaultError) in try s.sealedContent(of: id) }
     }
 
     func nodeAndContent(_ id: NodeID) throws(VaultError) -> (row: NodeRow, sealedContent: [UInt8]?)? {
-        try reading({ (s) throws(VaultError) in try s.nodeAndContent(id) }, { (s) throws(VaultError) in try s.nodeAndContent(id) })
+        try reading { (s) throws(VaultError) in try s.nodeAndContent(id) }
     }
 
     func insertNode(_ row: NodeRow, sealedContent: [UInt8]?) throws(VaultError) {
@@ -538,8 +534,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     // MARK: content blocks
 
     func contentBlocks(of id: NodeID, in range: Range<Int>) throws(VaultError) -> [ContentBlockRow] {
-        try reading({ (s) throws(VaultError) in try s.contentBlocks(of: id, in: range) },
-                    { (s) throws(VaultError) in try s.contentBlocks(of: id, in: range) })
+        try reading { (s) throws(VaultError) in try s.contentBlocks(of: id, in: range) }
     }
 
     func upsertContentBlock(_ row: ContentBlockRow, of id: NodeID) throws(VaultError) {
@@ -551,22 +546,21 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func orphanContentBlockCount() throws(VaultError) -> Int {
-        try reading({ (s) throws(VaultError) in try s.orphanContentBlockCount() }, { (s) throws(VaultError) in try s.orphanContentBlockCount() })
+        try reading { (s) throws(VaultError) in try s.orphanContentBlockCount() }
     }
 
     // MARK: attributes
 
     func attribute(of node: NodeID, tag: [UInt8]) throws(VaultError) -> AttributeRow? {
-        try reading({ (s) throws(VaultError) in try s.attribute(of: node, tag: tag) }, { (s) throws(VaultError) in try s.attribute(of: node, tag: tag) })
+        try reading { (s) throws(VaultError) in try s.attribute(of: node, tag: tag) }
     }
 
     func attributes(of node: NodeID) throws(VaultError) -> [AttributeRow] {
-        try reading({ (s) throws(VaultError) in try s.attributes(of: node) }, { (s) throws(VaultError) in try s.attributes(of: node) })
+        try reading { (s) throws(VaultError) in try s.attributes(of: node) }
     }
 
     func attributes(withSearchTag searchTag: [UInt8]) throws(VaultError) -> [AttributeRow] {
-        try reading({ (s) throws(VaultError) in try s.attributes(withSearchTag: searchTag) },
-                    { (s) throws(VaultError) in try s.attributes(withSearchTag: searchTag) })
+        try reading { (s) throws(VaultError) in try s.attributes(withSearchTag: searchTag) }
     }
 
     func upsertAttribute(_ row: AttributeRow) throws(VaultError) {
@@ -582,13 +576,13 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func everyAttribute() throws(VaultError) -> [StoredAttribute] {
-        try reading({ (s) throws(VaultError) in try s.everyAttribute() }, { (s) throws(VaultError) in try s.everyAttribute() })
+        try reading { (s) throws(VaultError) in try s.everyAttribute() }
     }
 
     // MARK: access rules
 
     func ruleRows() throws(VaultError) -> [RuleRow] {
-        try reading({ (s) throws(VaultError) in try s.ruleRows() }, { (s) throws(VaultError) in try s.ruleRows() })
+        try reading { (s) throws(VaultError) in try s.ruleRows() }
     }
 
     func upsertRule(_ row: RuleRow) throws(VaultError) {
@@ -604,7 +598,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     }
 
     func rulesMAC() throws(VaultError) -> [UInt8]? {
-        try reading({ (s) throws(VaultError) in try s.rulesMAC() }, { (s) throws(VaultError) in try s.rulesMAC() })
+        try reading { (s) throws(VaultError) in try s.rulesMAC() }
     }
 
     func setRulesMAC(_ mac: [UInt8]) throws(VaultError) {
@@ -623,7 +617,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     var lastSealedGeneration: Int64? { primary?.lastSealedGeneration }
 
     func vaultState() throws(VaultError) -> VaultState? {
-        try reading({ (s) throws(VaultError) in try s.vaultState() }, { (s) throws(VaultError) in try s.vaultState() })
+        try reading { (s) throws(VaultError) in try s.vaultState() }
     }
 
     func setMembersMAC(_ mac: [UInt8]) throws(VaultError) {
