@@ -27,8 +27,8 @@ import Testing
         return try MemberKey.open(at: file, passphrase: secret("pw of \(name)"))
     }
 
-    private func read(_ path: String) -> AccessLogEntry {
-        AccessLogEntry(pid: 4242, executable: "/usr/bin/cat", path: try! VaultPath(path), access: .read, decision: .allowed)
+    private func read(_ path: String, at time: Timestamp = .now()) -> AccessLogEntry {
+        AccessLogEntry(time: time, pid: 4242, executable: "/usr/bin/cat", path: try! VaultPath(path), access: .read, decision: .allowed)
     }
 
     private func team(_ engine: StorageEngine) throws -> Team {
@@ -152,12 +152,18 @@ import Testing
         let all = try sequences(team.scratch)
         let target = all[all.count - 2]
         let previous = try #require(AccessLogSealer.keptDigest(try sealed(team.scratch, target - 1)))
+        // Made an hour on, so its times always differ from the batch it replaces.
+        let time = Timestamp(seconds: Timestamp.now().seconds + 3600, nanoseconds: 0)
         let replacement = try team.asBob().withStore { (store) throws(VaultError) -> [UInt8] in
             let sealer = try AccessLogKeys(cipher: store.cipher).sealer
-            return try AccessLogBatch.sealChained([read("prod/api")], vaultID: store.cipher.vaultID, sequence: target, previous: previous,
+            return try AccessLogBatch.sealChained([read("prod/api", at: time)], vaultID: store.cipher.vaultID, sequence: target, previous: previous,
                                                   signer: LogSigner(name: Array("bob".utf8), key: team.bobKey), to: sealer).sealed
         }
-        try team.scratch.rawRows().setBlob("access_log", "sealed", where: "sequence = \(target)", replacement)
+        // The whole row, as a member writing to the server would: its clear times are the
+        // replacement's.
+        let rows = try team.scratch.rawRows()
+        try rows.setBlob("access_log", "sealed", where: "sequence = \(target)", replacement)
+        try rows.update("access_log", set: "first_time = \(time.seconds), last_time = \(time.seconds), entries = 1", where: "sequence = \(target)")
         let problems = try team.owner.accessLog().problems
         #expect(problems.contains { $0.reason.contains("does not follow batch \(target)") })
     }
