@@ -1,26 +1,33 @@
 """Where the time of each per-item row goes (issue 25 item 4), from one run: for gocryptfs,
-KeychainFS over /dev/fuse, KeychainFS over io_uring (where the kernel has it) and, for the
-create rows, a libfuse file system that does nothing (scripts/lib/nullfs.c, the floor), the µs
-per item, the FUSE requests per item the kernel sent (the fuse:fuse_request_send tracepoint of
+KeychainFS over /dev/fuse, KeychainFS over io_uring (where the kernel has it) and a libfuse
+file system that keeps names and nothing else (scripts/lib/nullfs.c, the floor: once on
+libfuse's loop, once on KeychainFS's busy-polling one), the µs
+per item (with --runs, the median of that many timed runs, one after the other, and each run's
+ratios), the FUSE requests per item the kernel sent (the fuse:fuse_request_send tracepoint of
 that mount's connection, by opcode), the SQLite statements per item (uprobes on sqlite3_reset
 and sqlite3_exec), and the syncs (fsync, fdatasync) and pwrites per item of the file
 system's process (the syscall tracepoints of its threads). Times come from a first, untraced
 pass; counts from a second, traced one.
 
-    python3 scripts/lib/row_costs.py KEYCHAINFS_BINARY [--items N]
+    python3 scripts/lib/row_costs.py KEYCHAINFS_BINARY [--items N] [--runs N]
 
 Needs root, tracefs (mounted at /sys/kernel/tracing if it is not), gocryptfs, gcc and
 libfuse3-dev. Traces go to a tracefs instance of the script's own, removed after; the fuse
 module's enable_uring is turned on for the io_uring mount and put back. Prints Markdown tables.
-The floor of `echo >` is nullfs's µs per item plus one WAL commit's fdatasync (a 4 KiB pwrite
-and fdatasync on the same disk, median of 200)."""
+The floor of a create row is nullfs's µs per item plus one WAL commit's fdatasync (a 4 KiB
+pwrite and fdatasync on the same disk, median of 200); of the others, nullfs's. Each row is also
+timed on a tmpfs of its own (no FUSE at all), untraced; and a rename's commit is timed on SQLite
+alone (`bare_rename_commit_us`), and the rename row once more on the busy-polling nullfs with
+each request answered after a wait, to show what a request that takes that long costs its caller
+(`what_a_slow_request_costs`)."""
 import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("keychainfs")
 parser.add_argument("--items", type=int, default=2000)
+parser.add_argument("--runs", type=int, default=1)
 args = parser.parse_args()
-KFS, N = args.keychainfs, args.items
+KFS, N, RUNS = args.keychainfs, args.items, args.runs
 HERE = os.path.dirname(os.path.abspath(__file__))
 work = tempfile.mkdtemp(prefix="keychainfs-rows.")
 PW = os.path.join(work, "pw")
@@ -30,6 +37,7 @@ INSTANCE = os.path.join(TRACING, "instances", "keychainfs-rows-%d" % os.getpid()
 ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"
 uring_before = None
 mounted, daemons = [], []
+unmounted = []  # tmpfs mounts, unmounted with umount
 
 
 def sh(command, **kw):
@@ -42,6 +50,8 @@ def sh(command, **kw):
 def cleanup():
     for mountpoint in reversed(mounted):
         subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True)
+    for mountpoint in unmounted:
+        subprocess.run(["umount", mountpoint], capture_output=True)
     for daemon in daemons:
         daemon.wait(timeout=10)
     if uring_before is not None:
@@ -244,6 +254,74 @@ def fdatasync_us():
     return statistics.median(samples) * 1e6
 
 
+def bare_rename_commit_us():
+    """What a rename's commit costs SQLite alone, with no file system around it: on the same
+    disk and library, a WAL database shaped like a vault's nodes (2 000 rows under one parent,
+    a unique index on parent and name tag), each transaction updating what a rename updates
+    (the node's parent, name tag and sealed name; the dictionary's sealed times; the vault row's
+    generation and state MAC) with synchronous=NORMAL, as the mount commits a rename. Median of
+    2 000, Python's own cost per statement included."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(work, "bare.sqlite"), isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("CREATE TABLE nodes (id INTEGER PRIMARY KEY, parent INTEGER, name_tag BLOB, sealed BLOB)")
+    db.execute("CREATE UNIQUE INDEX nodes_by_name ON nodes (parent, name_tag)")
+    db.execute("CREATE TABLE vault (singleton INTEGER PRIMARY KEY, generation INTEGER, state_mac BLOB)")
+    db.execute("INSERT INTO vault VALUES (1, 0, zeroblob(32))")
+    db.execute("BEGIN")
+    db.execute("INSERT INTO nodes VALUES (1, 0, zeroblob(32), zeroblob(120))")
+    for node in range(2, 2002):
+        db.execute("INSERT INTO nodes VALUES (?, 1, ?, ?)", (node, os.urandom(32), os.urandom(120)))
+    db.execute("COMMIT")
+    samples = []
+    for node in range(2, 2002):
+        tag, name, times, mac = os.urandom(32), os.urandom(120), os.urandom(120), os.urandom(32)
+        start = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("UPDATE nodes SET parent = 1, name_tag = ?, sealed = ? WHERE id = ?", (tag, name, node))
+        db.execute("UPDATE nodes SET sealed = ? WHERE id = 1", (times,))
+        db.execute("UPDATE vault SET generation = generation + 1, state_mac = ? WHERE singleton = 1", (mac,))
+        db.execute("COMMIT")
+        samples.append(time.perf_counter() - start)
+    db.close()
+    return statistics.median(samples) * 1e6
+
+
+def mount_nullfs(nullfs, mountpoint, arguments):
+    os.makedirs(mountpoint)
+    daemon = subprocess.Popen([nullfs, mountpoint] + arguments)
+    daemons.append(daemon)
+    mounted.append(mountpoint)
+    while not os.path.ismount(mountpoint):
+        if daemon.poll() is not None:
+            raise RuntimeError("nullfs did not mount (exit status %d)" % daemon.returncode)
+        time.sleep(0.01)
+    return daemon
+
+
+def what_a_slow_request_costs(nullfs, requests):
+    """The rename row on the busy-polling nullfs, each request answered DELAY µs after it
+    arrives: a caller whose request takes longer than a few µs pays more than the delay (it
+    sleeps, and is woken), which is what a file system with real work to do pays on every
+    request. [(delay, µs per item, µs per item beyond the delay-free row and `requests`
+    delays)], each delay on a mount of its own, after the rows."""
+    rename = dict(ROWS)["rename"]
+    rows = []
+    for delay in (0, 5, 10, 20, 40, 80):
+        mountpoint = os.path.join(work, "slow%d" % delay)
+        mount_nullfs(nullfs, mountpoint, ["200", str(delay)])
+        d = os.path.join(mountpoint, "e")
+        os.mkdir(d)
+        for i in range(1, N + 1):
+            os.close(os.open(os.path.join(d, "s%d" % i), os.O_WRONLY | os.O_CREAT, 0o600))
+        start = time.perf_counter()
+        sh(rename + [d])
+        us = (time.perf_counter() - start) / N * 1e6
+        rows.append((delay, us, us - (rows[0][1] if rows else us) - requests * delay))
+    return rows
+
+
 def kfs_mount(name, extra=()):
     vault, mountpoint = os.path.join(work, name + ".vault"), os.path.join(work, name)
     os.makedirs(mountpoint)
@@ -275,40 +353,72 @@ def main():
         systems.append(("KeychainFS io_uring",) + kfs_mount("kfs-uring", ["--transport", "io-uring"]))
     nullfs = os.path.join(work, "nullfs-bin")
     sh("gcc -O2 -o %s %s $(pkg-config --cflags --libs fuse3)" % (nullfs, os.path.join(HERE, "nullfs.c")))
-    floor = os.path.join(work, "floor")
-    os.makedirs(floor)
-    daemon = subprocess.Popen([nullfs, floor])
-    daemons.append(daemon)
-    mounted.append(floor)
-    for _ in range(500):
-        if os.path.ismount(floor): break
-        time.sleep(0.01)
-    results, times, latencies = {}, {}, {}  # (row, system) -> (µs per item, requests per item by opcode, calls per item, syscalls per item)
-    for traced_pass in (False, True):
+    floors = []
+    # libfuse's own loop, and KeychainFS's (FUSESession.defaultBusyPollMicroseconds: 200).
+    for name, loop in (("nullfs (floor)", []), ("nullfs, busy polling (floor)", ["200"])):
+        floor = os.path.join(work, "floor%d" % len(floors))
+        floors.append((name, floor, mount_nullfs(nullfs, floor, loop).pid))
+    tmpfs = os.path.join(work, "tmpfs")
+    os.makedirs(tmpfs)
+    sh(["mount", "-t", "tmpfs", "-o", "mode=0700", "keychainfs-rows", tmpfs])
+    unmounted.append(tmpfs)
+    tmpfs_us = {}  # row -> [µs per item, one per run]
+    times, latencies = {}, {}  # (row, system) -> [seconds, one per run]; opcode -> mean µs (the last run)
+    results = {}  # (row, system) -> (median µs per item, requests per item by opcode, calls per item)
+    # The timed runs, one after the other (each row in a directory of its own), then the traced pass.
+    for run in list(range(1, RUNS + 1)) + ["traced"]:
         for row, command in ROWS:
-            for name, root, pid in systems + ([("nullfs (floor)", floor, daemon.pid)] if row.startswith("create (echo") else []):
-                d = os.path.join(root, ROW_DIRECTORY[row] + ("-traced" if traced_pass else ""))
-                if not traced_pass:
-                    times[(row, name)], latencies[(row, name)] = timed_with_latencies(root, command + [d])
+            directory = "%s-%s" % (ROW_DIRECTORY[row], run)
+            if run != "traced":
+                # The same row on tmpfs, no FUSE at all: timed alone.
+                start = time.perf_counter()
+                sh(command + [os.path.join(tmpfs, directory)])
+                tmpfs_us.setdefault(row, []).append((time.perf_counter() - start) / N * 1e6)
+            for name, root, pid in systems + floors:
+                d = os.path.join(root, directory)
+                if run != "traced":
+                    seconds, latencies[(row, name)] = timed_with_latencies(root, command + [d])
+                    times.setdefault((row, name), []).append(seconds / N * 1e6)
                     continue
                 opcodes, calls = traced(root, pid, command + [d])
-                seconds = times[(row, name)]
-                results[(row, name)] = (seconds / N * 1e6, {k: (v / N, latencies[(row, name)].get(k)) for k, v in opcodes.items()},
+                results[(row, name)] = (statistics.median(times[(row, name)]),
+                                        {k: (v / N, latencies[(row, name)].get(k)) for k, v in opcodes.items()},
                                         {k: (v / N if k != "by kind" else {a: b / N for a, b in v.items()}) for k, v in calls.items()})
     sync_us = fdatasync_us()
+    commit_us = bare_rename_commit_us()
+    rename_requests = sum(count for count, _ in results[("rename", floors[-1][0])][1].values())
+    slow = what_a_slow_request_costs(nullfs, rename_requests)
     names = [s[0] for s in systems]
-    print("One run, %d items per row; µs per item (ratio to gocryptfs), FUSE requests the kernel sent per item, and the file "
-          "system process's SQLite statements, syncs and pwrites per item. One WAL fdatasync (4 KiB) here: %.0f µs.\n" % (N, sync_us))
-    print("| row | " + " | ".join(names + ["floor (nullfs + 1 fdatasync)"]) + " |")
-    print("| --- |" + " ---: |" * (len(names) + 1))
+    print("%s, %d items per row; µs per item (ratio to gocryptfs)%s, FUSE requests the kernel sent per item, and the file "
+          "system process's SQLite statements, syncs and pwrites per item. One WAL fdatasync (4 KiB) here: %.0f µs; "
+          "a rename's commit to SQLite alone (no file system): %.0f µs.\n"
+          % ("One run" if RUNS == 1 else "%d runs" % RUNS, N, "" if RUNS == 1 else ", the median of the runs", sync_us, commit_us))
+    floor_names = [f[0] for f in floors]
+    print("| row | " + " | ".join(names + [n + ", + 1 fdatasync in a create row" for n in floor_names] + ["tmpfs"]) + " |")
+    print("| --- |" + " ---: |" * (len(names) + len(floors) + 1))
     for row, _ in ROWS:
         go = results[(row, "gocryptfs")][0]
         cells = ["%.0f (%.2fx)" % (results[(row, n)][0], results[(row, n)][0] / go) for n in names]
-        floor_cell = ""
-        if (row, "nullfs (floor)") in results:
-            value = results[(row, "nullfs (floor)")][0] + sync_us
-            floor_cell = "%.0f (%.0f + %.0f)" % (value, results[(row, "nullfs (floor)")][0], sync_us)
-        print("| %s | %s | %s |" % (row, " | ".join(cells), floor_cell))
+        for floor_name in floor_names:
+            nullfs_us = results[(row, floor_name)][0]
+            if row.startswith("create"):
+                cells.append("%.0f (%.0f + %.0f; %.2fx)" % (nullfs_us + sync_us, nullfs_us, sync_us, (nullfs_us + sync_us) / go))
+            else:
+                cells.append("%.0f (%.2fx)" % (nullfs_us, nullfs_us / go))
+        tmpfs_median = statistics.median(tmpfs_us[row])
+        print("| %s | %s | %.0f (%.2fx) |" % (row, " | ".join(cells), tmpfs_median, tmpfs_median / go))
+    if RUNS > 1:
+        print("\nEach run's ratios to gocryptfs in that run (%s):\n" % "; ".join(names[1:] + ["busy-polling nullfs"]))
+        print("| row | " + " | ".join("run %d" % (i + 1) for i in range(RUNS)) + " |")
+        print("| --- |" + " ---: |" * RUNS)
+        for row, _ in ROWS:
+            ratios = []
+            for i in range(RUNS):
+                go = times[(row, "gocryptfs")][i]
+                extra = sync_us if row.startswith("create") else 0
+                ratios.append("; ".join(["%.2f" % (times[(row, n)][i] / go) for n in names[1:]]
+                                        + ["%.2f" % ((times[(row, floor_names[-1])][i] + extra) / go)]))
+            print("| %s | %s |" % (row, " | ".join(ratios)))
     print("\n| row | system | FUSE requests per item: each opcode's count per item and (mean µs from the kernel's send to the end) "
           "| SQLite statements per item | fsync + fdatasync | pwrite64 |")
     print("| --- | --- | --- | --- | ---: | ---: |")
@@ -322,6 +432,13 @@ def main():
             statement_cell += ": " + ", ".join("%s %.2g" % (k, v) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if v >= 0.05)
         print("| %s | %s | %.2f: %s | %s | %.2f | %.2f |" % (row, name, total, detail, statement_cell, calls.get("fsync", 0),
                                                            calls.get("pwrite64", 0)))
+    print("\nWhat a slow request costs its caller: the rename row (%.2f requests per item) on the busy-polling nullfs, each "
+          "request answered after a busy wait of the given µs; beyond: µs per item more than the row without the wait and "
+          "the waits themselves.\n" % rename_requests)
+    print("| wait per request (µs) | µs per item | beyond |")
+    print("| ---: | ---: | ---: |")
+    for delay, us, beyond in slow:
+        print("| %d | %.0f | %.0f |" % (delay, us, beyond))
 
 
 try:
