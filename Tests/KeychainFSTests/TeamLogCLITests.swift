@@ -35,6 +35,17 @@ import Testing
         let bobs = try log(team, ["--by", "bob", "--item", "prod-db"])
         #expect(!bobs.isEmpty && bobs.allSatisfy { $0.member == "bob" && $0.path == "prod-db" && $0.isMember == true })
         #expect(try log(team, ["--by", "nobody"]).isEmpty)
+        // As the issue spells it, `log --member NAME`: `--member` is every command's flag to open
+        // with one's member key, so NAME arrives as the path; no entry is at or below it and a
+        // member signed entries, so it is that member. A path that entries are at stays a path.
+        let spelled = try team.bob.fixture.cli(["log", "--json", "--member-key", team.bob.key, "--member", "bob", "--item", "prod-db"])
+        #expect(spelled.exitStatus == .success, "\(spelled.stderr)")
+        let bobsAsSpelled = try JSONDecoder().decode([Entry].self, from: spelled.stdout)
+        #expect(bobsAsSpelled.count >= bobs.count && bobsAsSpelled.allSatisfy { $0.member == "bob" && $0.path == "prod-db" })
+        let aPath = try team.bob.fixture.cli(["log", "--json", "--member-key", team.bob.key, "--member", "prod-db"])
+        #expect(aPath.exitStatus == .success, "\(aPath.stderr)")
+        let underPath = try JSONDecoder().decode([Entry].self, from: aPath.stdout)
+        #expect(!underPath.isEmpty && underPath.allSatisfy { $0.path == "prod-db" })
         let added = try log(team).filter { $0.access == "member-add" }
         #expect(added.map(\.aboutMember) == ["ann", "bob"])
 

@@ -21,8 +21,9 @@ struct LogCommand: ParsableCommand {
     @OptionGroup var vault: VaultOptions
     @Option(help: "Only entries of the last DURATION (30s, 15m, 1h, 2d).") var since: String?
     @Flag(help: "Only denials (and refused confirmations).") var denied = false
-    // Not --member, which every command has already: open the vault with your member key.
-    @Option(name: .customLong("by"), help: ArgumentHelp("Only entries signed by this member (a team vault).", valueName: "member"))
+    // Not --member, which every command has already: open the vault with your member key. The
+    // spelling `log --member NAME` still works (`EntrySelection.resolvingMember`).
+    @Option(name: .customLong("by"), help: ArgumentHelp("Only entries signed by this member (a team vault). `--member NAME` does the same when NAME is no path in the log.", valueName: "member"))
     var signedBy: String?
     @Option(help: "Only entries about this item (or dictionary) itself, not what is below it.") var item: String?
     @Flag(help: "Print a JSON array of entries (JSON lines with --follow).") var json = false
@@ -40,13 +41,15 @@ struct LogCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(VaultError) in
-            let filter = try path.map { (text) throws(VaultError) in try VaultPath(text) }
-            let exact = try item.map { (text) throws(VaultError) in try VaultPath(text) }
+            var selection = EntrySelection(deniedOnly: denied, signedBy: signedBy,
+                                           below: try path.map { (text) throws(VaultError) in try VaultPath(text) },
+                                           exactly: try item.map { (text) throws(VaultError) in try VaultPath(text) })
             let opened = try vault.session()
             let start = since.flatMap(LockTriggers.parseDuration).map { Timestamp.now().seconds - Int64($0) }
             if follow { LogCommand.catchInterrupts() }
             var reading = try opened.accessLog(since: start, afterSequence: nil)
-            var shown = reading.entries.filter { keeps($0, filter, exact) }
+            if vault.asMember, let path { selection = selection.resolvingMember(path, in: reading) }
+            var shown = reading.entries.filter(selection.keeps)
             if json && !follow {
                 try JSONOutput.write(shown.map(AccessLogEntryJSON.init))
             } else {
@@ -69,20 +72,11 @@ struct LogCommand: ParsableCommand {
                 // The newest batches only: each batch is printed once, as it is committed.
                 reading = try opened.accessLog(since: nil, afterSequence: last ?? 0)
                 last = reading.lastSequence
-                shown = reading.entries.filter { keeps($0, filter, exact) }
+                shown = reading.entries.filter(selection.keeps)
                 try print(shown, members: reading.hasMembers)
                 try checked(reading)
             }
         }
-    }
-
-    private func keeps(_ entry: AccessLogEntry, _ filter: VaultPath?, _ exact: VaultPath?) -> Bool {
-        if denied && !entry.decision.isDenial { return false }
-        if let signedBy, entry.member?.name != signedBy { return false }
-        if let exact, entry.path != exact { return false }
-        guard let filter else { return true }
-        guard let path = entry.path else { return false }
-        return path.components.count >= filter.components.count && zip(path.components, filter.components).allSatisfy { $0 == $1 }
     }
 
     private func print(_ entries: [AccessLogEntry], members: Bool) throws(VaultError) {
