@@ -62,14 +62,15 @@ extension Vault {
     /// resolved when written get their node's path now, if it still exists. A batch that fails is
     /// a problem in the result, never skipped in silence.
     public func accessLog(since: Int64? = nil, afterSequence: Int64? = nil) throws(VaultError) -> AccessLogReading {
-        let seen = since == nil && afterSequence == nil ? seenLogHead() : nil
+        let heads = since == nil && afterSequence == nil ? seenLogHeads() : nil
+        let seen = heads?.recorded
         return try reading(naming: .paths) { (store) throws(VaultError) -> AccessLogReading in
             let keys = try AccessLogKeys(cipher: store.cipher)
             let signers = try memberSigningKeys(store)
             var entries: [AccessLogEntry] = []
             var problems: [IntegrityProblem] = []
             var last = afterSequence
-            for (sequence, outcome) in try openBatches(store, keys, signers, since: since, afterSequence: afterSequence, seen: seen) {
+            for (sequence, outcome) in try openBatches(store, keys, signers, since: since, afterSequence: afterSequence, seen: seen, heads: heads) {
                 switch outcome {
                 case .success(let batch): entries += batch
                 case .failure(let defect): problems.append(AccessLogDefect.problem(sequence, defect))
@@ -109,9 +110,11 @@ extension Vault {
     /// From format 11 every batch must be chained, and name the digest of the one before it
     /// when that one was read; a signed batch's entries name its member, whose slot must name
     /// the key that signed it (a name no slot has is a former member's).
-    /// `seen` (`seenLogHead`, read before this transaction began) is compared with a whole log.
+    /// `seen` (`heads.recorded`, read before this transaction began) is compared with a whole
+    /// log, and a whole log that passes is recorded in `heads` as seen.
     private func openBatches(_ store: NodeStore, _ keys: borrowing AccessLogKeys, _ signers: [[UInt8]: [UInt8]?], since: Int64?,
-                             afterSequence: Int64?, seen: LogHead?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
+                             afterSequence: Int64?, seen: LogHead?,
+                             heads: SeenLogHeads?) throws(VaultError) -> [(Int64?, Result<[AccessLogEntry], AccessLogDefect>)] {
         let chained = try store.storage.formatVersion() >= VaultFormat.oldestWithChainedLog
         let whole = since == nil && afterSequence == nil
         let seen = whole ? seen : nil
@@ -123,7 +126,7 @@ extension Vault {
         defer {
             // Only a log that passed every check is recorded as seen.
             if whole, let newest, !outcomes.contains(where: { if case .failure = $0.1 { true } else { false } }) {
-                SeenLogHeads.record(newest, location: seenLocation, vaultID: store.cipher.vaultID)
+                heads?.record(newest)
             }
         }
         for stored in try store.storage.accessLogBatches(since: since, afterSequence: afterSequence) {
@@ -194,9 +197,10 @@ extension Vault {
 
     /// Every batch opens, sits at its own sequence, and none is missing between the oldest kept
     /// and the newest; for `verify`.
-    func verifyAccessLog(_ store: NodeStore, seen: LogHead?) throws(VaultError) -> [IntegrityProblem] {
+    func verifyAccessLog(_ store: NodeStore, seen: LogHead?, heads: SeenLogHeads?) throws(VaultError) -> [IntegrityProblem] {
         let keys = try AccessLogKeys(cipher: store.cipher)
-        return try openBatches(store, keys, memberSigningKeys(store), since: nil, afterSequence: nil, seen: seen).compactMap { sequence, outcome in
+        return try openBatches(store, keys, memberSigningKeys(store), since: nil, afterSequence: nil, seen: seen,
+                               heads: heads).compactMap { sequence, outcome in
             guard case .failure(let defect) = outcome else { return nil }
             return AccessLogDefect.problem(sequence, defect)
         }

@@ -16,7 +16,8 @@ extension Vault {
     /// empty list means all is well. `progress` is told of each record as it is checked
     /// (its number and the number of records).
     public func verify(progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws(VaultError) -> [IntegrityProblem] {
-        let seen = seenLogHead()
+        let heads = seenLogHeads()
+        let seen = heads?.recorded
         return try reading(naming: .paths) { (store) throws(VaultError) -> [IntegrityProblem] in
             var problems: [IntegrityProblem] = []
             func report(_ id: NodeID, _ reason: String) {
@@ -95,7 +96,7 @@ extension Vault {
             }
             problems += try verifyAttributes(store, nodes: nodes)
             problems += try verifyRules(store, nodes: nodes)
-            problems += try verifyAccessLog(store, seen: seen)
+            problems += try verifyAccessLog(store, seen: seen, heads: heads)
             return problems
         }
     }

@@ -659,20 +659,20 @@ public final class Vault: Sendable {
         }
     }
 
+    /// This machine's record of the newest access log batch it saw of this vault. Its `recorded`
+    /// is read before the reading transaction that compares the log with it starts: a batch
+    /// another process commits meanwhile is recorded only after its commit, so every batch the
+    /// record names is in that transaction's snapshot.
+    func seenLogHeads() -> SeenLogHeads? {
+        guard let vaultID = state.withLock({ $0.cipher?.vaultID ?? $0.logSealer?.vaultID }) else { return nil }
+        return SeenLogHeads(location: seenLocation, vaultID: vaultID)
+    }
+
     /// Runs `append` in a durable write unseen by the change token, with `given` (or, when it
     /// is none or one a rotation replaced, the log sealer of the current master key): inside the write the header
     /// MAC is compared with the one verified, so a batch is never sealed to a key that a
     /// rotation committed just before replaced. Then the rotation is followed and `append`
     /// runs once more; a vault shut out by a rotation logs nothing (`.locked`).
-    /// The newest access log batch this machine recorded as seen of this vault. Read before the
-    /// reading transaction that compares the log with it starts: a batch another process
-    /// commits meanwhile is recorded only after its commit, so every batch the record names is
-    /// in that transaction's snapshot.
-    func seenLogHead() -> LogHead? {
-        guard let vaultID = state.withLock({ $0.cipher?.vaultID ?? $0.logSealer?.vaultID }) else { return nil }
-        return SeenLogHeads.recorded(location: seenLocation, vaultID: vaultID)
-    }
-
     /// The batch it appended is recorded as the newest this machine saw (`SeenLogHeads`).
     func appendingToLog(given: AccessLogSealer?,
                         _ append: (any VaultStorage, AccessLogSealer, LogSigner?, LogHead?) throws(VaultError) -> LogHead?) throws(VaultError) {
@@ -684,7 +684,8 @@ public final class Vault: Sendable {
                 guard !state.shutOut, let sealer = chosen else { throw .locked }
                 let storage = state.storage
                 let expected = state.verifiedHeaderMAC
-                let seen = SeenLogHeads.recorded(location: seenLocation, vaultID: sealer.vaultID)
+                let heads = SeenLogHeads(location: seenLocation, vaultID: sealer.vaultID)
+                let seen = heads?.recorded
                 let appended = try storage.write(.durable, seenByChangeToken: false) { () throws(VaultError) -> LogHead?? in
                     // Before a key was here there is no MAC to compare: `given` was derived then.
                     let stored = try storage.header()?.mac
@@ -692,7 +693,7 @@ public final class Vault: Sendable {
                     return .some(try append(storage, sealer, state.logSigner, seen))
                 }
                 if let appended {
-                    if let head = appended { SeenLogHeads.record(head, location: seenLocation, vaultID: sealer.vaultID) }
+                    if let head = appended { heads?.record(head) }
                     return
                 }
                 if attempt == 0 { try Vault.followRotation(&state, force: true) }
