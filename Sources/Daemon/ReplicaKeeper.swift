@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Support
 import Synchronization
+import SystemCalls
 import VaultCore
 
 /// Beside a mount (or a Secret Service) of a PostgreSQL vault with an offline replica, on a
@@ -37,7 +38,7 @@ final class ReplicaKeeper: Sendable {
             var copied = 0.0
             while !keeper.stopped.load(ordering: .acquiring) {
                 if copyDue, said.isLive {
-                    let wait = copied + copyIntervalSeconds - ReplicaKeeper.now()
+                    let wait = copied + copyIntervalSeconds - SystemCall.monotonicSeconds()
                     if wait > 0 {
                         // Commits meanwhile join this copy.
                         _ = keeper.due.wait(timeout: .now() + wait)
@@ -47,7 +48,7 @@ final class ReplicaKeeper: Sendable {
                 // A copy that failed (a server half restored, say) is tried again at the next tick.
                 var failed = false
                 if copyDue, said.isLive {
-                    copied = ReplicaKeeper.now()
+                    copied = SystemCall.monotonicSeconds()
                     do throws(VaultError) {
                         try vault.refreshOfflineReplica()
                     } catch {
@@ -70,12 +71,6 @@ final class ReplicaKeeper: Sendable {
             }
         }
         return started ? keeper : nil
-    }
-
-    private static func now() -> Double {
-        var clock = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &clock)
-        return Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9
     }
 
     /// Another session committed: the replica is due a copy.

@@ -76,13 +76,6 @@ final class PostgresConnection: @unchecked Sendable {
         return message.split(separator: "\n").map { $0.trimmingPrefix(while: { $0 == " " || $0 == "\t" }) }.joined(separator: "; ")
     }
 
-    /// Seconds on CLOCK_MONOTONIC, for deadlines (the listener's backoff too).
-    static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
-
     // MARK: connecting
 
     private func connect() throws(VaultError) {
@@ -102,7 +95,7 @@ final class PostgresConnection: @unchecked Sendable {
         guard PQstatus(connection) == CONNECTION_OK, PQsetnonblocking(connection, 1) == 0 else {
             let message = PostgresConnection.text(PQerrorMessage(connection))
             PQfinish(connection)
-            retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
+            retryAfter = SystemCall.monotonicSeconds() + PostgresConnection.retryInterval
             throw unreachable("cannot connect to PostgreSQL at \(displayName): \(message)")
         }
         // libpq prints notices (and a server's last words to an idle session) on stderr; a
@@ -124,7 +117,7 @@ final class PostgresConnection: @unchecked Sendable {
             handle = nil
             statements = [:]
             deferred = []
-            retryAfter = PostgresConnection.now() + PostgresConnection.retryInterval
+            retryAfter = SystemCall.monotonicSeconds() + PostgresConnection.retryInterval
             throw error
         }
         if lost != nil {
@@ -145,7 +138,7 @@ final class PostgresConnection: @unchecked Sendable {
         if let handle { return handle }
         let reason = lost ?? "not connected to PostgreSQL at \(displayName)"
         if inTransaction { throw .storageUnreachable(reason) }
-        if PostgresConnection.now() < retryAfter { throw .storageUnreachable(reason) }
+        if SystemCall.monotonicSeconds() < retryAfter { throw .storageUnreachable(reason) }
         try connect()
         guard let handle else { throw .storageUnreachable(reason) }
         return handle
@@ -216,7 +209,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// Flushes what was sent without blocking (a large value to a server that stopped reading
     /// would otherwise block in write(2) past any deadline); gives the deadline for the answer.
     private func sent(_ connection: OpaquePointer) throws(VaultError) -> Double {
-        let deadline = PostgresConnection.now() + Double(location.queryTimeoutSeconds)
+        let deadline = SystemCall.monotonicSeconds() + Double(location.queryTimeoutSeconds)
         while true {
             let flushed = PQflush(connection)
             if flushed == 0 { break }
@@ -245,7 +238,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// dropped (the server may be stopped: a cancel request would wait on it too).
     private func wait(_ connection: OpaquePointer, for events: Int16, until deadline: Double) throws(VaultError) -> Int16 {
         while true {
-            let remaining = deadline - PostgresConnection.now()
+            let remaining = deadline - SystemCall.monotonicSeconds()
             guard remaining > 0 else {
                 throw lose("PostgreSQL at \(displayName) did not answer within \(location.queryTimeoutSeconds) s")
             }

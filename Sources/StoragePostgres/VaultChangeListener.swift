@@ -1,3 +1,4 @@
+import SystemCalls
 import VaultStorageKit
 import Glibc
 
@@ -50,7 +51,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
         } catch {
             self.connection = nil
             retryDelay = VaultChangeListener.retryDelays.lowerBound
-            retryAt = PostgresConnection.now() + retryDelay
+            retryAt = SystemCall.monotonicSeconds() + retryDelay
             lost = true
             signal.raise()
             return .lost(reason: VaultChangeListener.reason(error))
@@ -66,7 +67,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
 
     /// Connects when the backoff allows, else waits out the rest of `timeout` for it.
     private func reconnect(within timeout: Double) -> Notice? {
-        let wait = retryAt - PostgresConnection.now()
+        let wait = retryAt - SystemCall.monotonicSeconds()
         if wait > 0 {
             // Nothing to poll until the next attempt: a plain wait, bounded by the caller's timeout.
             _ = poll(nil, 0, Int32(min(wait, max(timeout, 0)) * 1000))
@@ -77,7 +78,7 @@ public final class VaultChangeListener: @unchecked Sendable {  // one thread dri
             try made.listen(location.channel)
             connection = made
         } catch {
-            retryAt = PostgresConnection.now() + retryDelay
+            retryAt = SystemCall.monotonicSeconds() + retryDelay
             retryDelay = min(retryDelay * 2, VaultChangeListener.retryDelays.upperBound)
             guard lost else {
                 lost = true

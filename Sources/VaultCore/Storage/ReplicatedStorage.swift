@@ -2,6 +2,7 @@ import Glibc
 import StoragePostgres
 import StorageSQLite
 import Synchronization
+import SystemCalls
 
 /// A vault in PostgreSQL with an offline replica beside it: every call goes to the server
 /// while it answers; once it cannot be reached, reads are answered by the replica (a SQLite
@@ -92,11 +93,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     private static let foundUnreachable = Atomic<Int64>(Int64.min / 2)
     private static let unreachableMemoryMilliseconds: Int64 = 2_000
 
-    private static func monotonicMilliseconds() -> Int64 {
-        var clock = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &clock)
-        return Int64(clock.tv_sec) * 1_000 + Int64(clock.tv_nsec) / 1_000_000
-    }
+    private static func monotonicMilliseconds() -> Int64 { Int64(SystemCall.monotonicSeconds() * 1_000) }
 
     /// When the replica file was last written: what its age is counted from when this process
     /// has not copied it itself.
