@@ -10,19 +10,9 @@ extension Vault {
             var rulesByNode: [NodeID: [AccessRule]] = [:]
             for set in try store.ruleSets() { rulesByNode[set.node] = set.rules }
             // The tree first (names and records only), so the total is known before any content is read.
-            var order: [(path: VaultPath, record: NodeRecord)] = []
-            var pending: [(path: VaultPath, record: NodeRecord)] = [(.root, try store.existingRecord(.root))]
-            var skipped = 0
-            while let (path, record) = pending.popLast() {
-                if record.kind == .item && excluding.contains(record.attributes.accessibility) {
-                    skipped += 1
-                    continue
-                }
-                order.append((path, record))
-                guard record.kind == .dictionary else { continue }
-                let children = try store.children(of: record).sorted { $0.name < $1.name }
-                for child in children.reversed() { pending.append((path.appending(child.name), child.record)) }
-            }
+            let tree = try store.tree()
+            let order = tree.filter { $0.record.kind == .dictionary || !excluding.contains($0.record.attributes.accessibility) }
+            let skipped = tree.count - order.count
             for (path, record) in order {
                 let attributes = try store.attributes(of: record)
                 let label = try store.attributeValue(ItemProperty.label.storedName, of: record)

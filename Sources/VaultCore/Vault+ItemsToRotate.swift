@@ -13,19 +13,13 @@ extension Vault {
             guard let path = entry.path else { continue }
             lastRead[path] = max(lastRead[path] ?? entry.time, entry.time)
         }
+        // In the order of their paths (`tree`).
         let items = try reading(naming: .paths) { (store) throws(VaultError) -> [ItemToRotate] in
-            var items: [ItemToRotate] = []
-            var pending: [(path: VaultPath, record: NodeRecord)] = [(.root, try store.existingRecord(.root))]
-            while let (path, record) = pending.popLast() {
-                if record.kind == .item {
-                    let modified = record.attributes.modified
-                    items.append(ItemToRotate(path: path, lastRead: lastRead[path], modified: modified,
-                                              changedSinceRemoval: removed.map { modified > $0 } ?? false))
-                    continue
-                }
-                for child in try store.children(of: record) { pending.append((path.appending(child.name), child.record)) }
+            try store.tree().filter { $0.record.kind == .item }.map { path, record in
+                let modified = record.attributes.modified
+                return ItemToRotate(path: path, lastRead: lastRead[path], modified: modified,
+                                    changedSinceRemoval: removed.map { modified > $0 } ?? false)
             }
-            return items.sorted { $0.path.components.lexicographicallyPrecedes($1.path.components) }
         }
         return RotationList(member: member, removed: removed, items: items, problems: log.problems)
     }

@@ -346,6 +346,21 @@ struct NodeStore {
         try writeAttributes(attributes, of: dictionary)
     }
 
+    /// Every dictionary (the root first) and item with its path, each before what is below it,
+    /// names sorted (so items come in the order of their paths' components): the tree as records,
+    /// no content read. Inside the caller's read, one snapshot.
+    func tree() throws(VaultError) -> [(path: VaultPath, record: NodeRecord)] {
+        var order: [(path: VaultPath, record: NodeRecord)] = []
+        var pending: [(path: VaultPath, record: NodeRecord)] = [(.root, try existingRecord(.root))]
+        while let (path, record) = pending.popLast() {
+            order.append((path, record))
+            guard record.kind == .dictionary else { continue }
+            let children = try children(of: record).sorted { $0.name < $1.name }
+            for child in children.reversed() { pending.append((path.appending(child.name), child.record)) }
+        }
+        return order
+    }
+
     /// Every item of the vault, each authenticated; a malformed row fails the whole listing,
     /// as a damaged row fails `children(of:)`.
     func everyItem() throws(VaultError) -> [NodeRecord] {
