@@ -250,6 +250,16 @@ package final class PostgresStorage: VaultStorage, @unchecked Sendable {
         return try read(fromKnownRows: false, body)
     }
 
+    /// `body` in a snapshot the server takes now, never answered from the rows this
+    /// connection keeps between transactions: those may be a moment behind the server (a
+    /// commit that notifies nobody, an access log batch, raises the generation unheard), which
+    /// a read may show but a verdict against what another process of this machine wrote (the
+    /// offline replica it copied) must not rest on.
+    package func readAfresh<R: ~Copyable>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        guard !db.inTransaction else { return try body() }
+        return try read(fromKnownRows: false, body)
+    }
+
     private func read<R: ~Copyable>(fromKnownRows: Bool, _ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", durable: true, notify: false, readOnly: true) {
             () throws(VaultError) -> R in

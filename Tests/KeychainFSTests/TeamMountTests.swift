@@ -80,8 +80,12 @@ import Testing
         for round in 0..<5 {
             let values = [[UInt8](repeating: UInt8(ascii: "a"), count: 40_000 + round),
                           [UInt8](repeating: UInt8(ascii: "b"), count: 50_000 + round)]
-            let descriptors = [team.ann, team.bob].map { open($0.path("shared"), O_WRONLY | O_TRUNC | O_CLOEXEC) }
-            #expect(descriptors.allSatisfy { $0 >= 0 })
+            let opened = [team.ann, team.bob].map { member -> (fd: Int32, errno: Int32) in
+                let fd = open(member.path("shared"), O_WRONLY | O_TRUNC | O_CLOEXEC)
+                return (fd, fd >= 0 ? 0 : errno)
+            }
+            let descriptors = opened.map(\.fd)
+            #expect(opened.map(\.errno) == [0, 0], "round \(round): an open failed; ann said \(team.ann.said), bob said \(team.bob.said)")
             for (fd, value) in zip(descriptors, values) {
                 #expect(value.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == value.count)
             }

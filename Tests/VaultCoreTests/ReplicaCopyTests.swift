@@ -61,4 +61,44 @@ import Testing
               + "\(String(format: "%.3f", first)) s, a look finding nothing \(String(format: "%.4f", look)) s, "
               + "a copy after one store and one removal \(String(format: "%.3f", one)) s")
     }
+    /// Two sessions of one machine share its replica (a mount and a command, two mounts). A
+    /// commit that notifies nobody (an access log batch) raises the generation unheard by the
+    /// other session, whose connection still remembers the vault's row from before; once the
+    /// first has copied that generation, the other's copy finds the replica at it and is no
+    /// verdict that the server was rolled back (which would leave its mount refusing every
+    /// change). A server truly older than the replica is still refused.
+    @Test func aCopyAfterAnotherSessionsUnheardCommitIsNoRollback() throws {
+        guard StorageEngine.all.contains(.postgreSQL) else { return }
+        let scratch = try Scratch(.postgreSQL)
+        let mount = try makeVault(scratch)
+        try mount.store(secret("first"), at: path("app/token"))
+        let command = try reopen(scratch)
+        func storage(_ vault: Vault) throws -> (PostgresStorage, RecordCipher?) {
+            try vault.withStorage { (storage) throws(VaultError) in
+                (storage as! PostgresStorage, storage.generationCipher as? RecordCipher)
+            }
+        }
+        let (mountServer, mountCipher) = try storage(mount)
+        let (commandServer, commandCipher) = try storage(command)
+        let before = try #require(try commandServer.read { () throws(VaultError) in try commandServer.vaultState() }).generation
+
+        try command.appendAccessLog([Vault.ownChange(.read, at: path("app/token"))])
+        let replica = try SQLiteStorage.create(at: scratch.directory + "/replica.vault") { (replica) throws(VaultError) in
+            try ReplicaCopy.fill(replica, from: commandServer, shown: "test")
+        }
+        #expect(try replica.vaultState()?.generation == before + 1)
+
+        // What the mount's connection remembers is the generation before the log batch.
+        #expect(try mountServer.read { () throws(VaultError) in try mountServer.vaultState() }?.generation == before)
+        #expect(try ReplicaCopy.refresh(from: mountServer, into: replica, cipher: mountCipher, accepting: false, shown: "test") == false)
+
+        // A replica newer than the server (a dump restored under it) is still a rollback.
+        try mount.store(secret("second"), at: path("app/token"))
+        _ = try ReplicaCopy.refresh(from: mountServer, into: replica, cipher: mountCipher, accepting: false, shown: "test")
+        let newest = try #require(try replica.vaultState()).generation
+        try scratch.engine.rawRows(scratch.vaultPath).updateVaultRow(set: "generation = \(newest - 2)")
+        #expect(throws: VaultError.rolledBack(path: "test", found: newest - 2, newest: newest)) {
+            try ReplicaCopy.refresh(from: commandServer, into: replica, cipher: commandCipher, accepting: false, shown: "test")
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import StoragePostgres
 import StorageSQLite
 
 /// Brings an offline replica (a SQLite vault file) to a vault's records as its server holds
@@ -42,7 +43,7 @@ enum ReplicaCopy {
     /// `.rolledBack` (unless `accepting`), and the replica is left as it was: it holds the
     /// newer vault. Without a cipher (a locked vault) such a replica cannot be told from one
     /// edited by hand, so it is left alone too, without a verdict.
-    static func refresh(from server: any VaultStorage, into replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
+    static func refresh(from server: PostgresStorage, into replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
                         shown: String) throws(VaultError) -> Bool {
         guard let plan = try plan(from: server, replica: replica, cipher: cipher, accepting: accepting, shown: shown) else { return false }
         try replica.write(.durable) { () throws(VaultError) in try apply(plan, to: replica) }
@@ -50,17 +51,19 @@ enum ReplicaCopy {
     }
 
     /// A new replica's records, inside the transaction that creates its file.
-    static func fill(_ replica: SQLiteStorage, from server: any VaultStorage, shown: String) throws(VaultError) {
+    static func fill(_ replica: SQLiteStorage, from server: PostgresStorage, shown: String) throws(VaultError) {
         guard let plan = try plan(from: server, replica: replica, cipher: nil, accepting: true, shown: shown) else { return }
         try apply(plan, to: replica)
     }
 
     /// What differs, read in one snapshot of the server; nil when nothing is to be copied.
-    private static func plan(from server: any VaultStorage, replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
+    private static func plan(from server: PostgresStorage, replica: SQLiteStorage, cipher: RecordCipher?, accepting: Bool,
                              shown: String) throws(VaultError) -> Plan? {
         let local = try? replica.vaultState()
         let localHeader = try? replica.header()
-        let planned = try server.read { () throws(VaultError) -> Plan? in
+        // Afresh: the rows the connection remembers may be older than a replica another
+        // process copied a moment ago, which would look like a server rolled back.
+        let planned = try server.readAfresh { () throws(VaultError) -> Plan? in
             guard let state = try server.vaultState(), let header = try server.header(), let next = try server.nextNodeID() else {
                 throw .integrityFailure("vault header (missing on the server)")
             }

@@ -159,7 +159,7 @@ final class ReplicatedStorage: VaultStorage, @unchecked Sendable {
     /// older than the replica's; with `accepting`, makes the replica the server's instead.
     private func compareWithReplica(_ server: PostgresStorage, accepting: Bool) throws(VaultError) {
         guard let replica, let cipher = generationCipher as? RecordCipher, let local = try? replica.vaultState(),
-              cipher.stateMACMatches(local), let found = try server.read({ () throws(VaultError) in try server.vaultState() }),
+              cipher.stateMACMatches(local), let found = try server.readAfresh({ () throws(VaultError) in try server.vaultState() }),
               found.generation < local.generation else { return }
         if accepting {
             _ = try ReplicaCopy.refresh(from: server, into: replica, cipher: cipher, accepting: true, shown: shown)
