@@ -4,7 +4,9 @@ import Testing
 
 /// A team vault in a PostgreSQL server of its own, mounted twice by two members (ann and bob),
 /// each mount its own daemon with its own member key and passphrase: two machines, as far as
-/// the vault and the server can tell. Unmounted, and the server stopped, when released.
+/// the vault and the server can tell. Both run as this user, so they share what this machine
+/// keeps of the vault (its offline replica, its record of generations seen), as a mount and a
+/// command of one user do. Unmounted, and the server stopped, when released.
 final class TeamVault {
     /// One member's mount; `log` collects what its daemon says (it runs with -f).
     final class Member {
